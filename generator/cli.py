@@ -1,0 +1,179 @@
+"""Command line: ``gen-launch generate|explain|schema|rules`` and the short ``gen-launch SPEC``.
+
+Only this module touches files, the terminal and exit codes: 0 success, 1 findings or drift
+(later commands), 2 bad input or usage. No traceback reaches a user (GEN_LAUNCH_DEBUG=1 shows
+one for internal errors).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from generator import __version__
+from generator.errors import UserError
+
+app = typer.Typer(
+    name="gen-launch",
+    help="One YAML run spec -> one consistent plan -> DeepSpeed JSON, Megatron-LM arguments and "
+    "a Slurm sbatch script that agree by construction.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+)
+COMMANDS = {"generate", "explain", "schema", "rules"}
+T = TypeVar("T")
+
+
+class Target(str, enum.Enum):
+    deepspeed = "deepspeed"
+    megatron = "megatron"
+    slurm = "slurm"
+    all = "all"
+
+
+class Format(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gen-launch {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """gen-launch: launch files for Megatron-LM, DeepSpeed and Slurm from one spec."""
+
+
+def _guarded(action: Callable[[], T]) -> T:
+    """Run ``action``; bad input -> message on stderr and exit 2, never a traceback."""
+    try:
+        return action()
+    except UserError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as exc:  # an internal error: still no traceback unless asked for
+        if os.environ.get("GEN_LAUNCH_DEBUG"):
+            raise
+        typer.echo(f"gen-launch: internal error: {type(exc).__name__}: {exc} "
+                   "(set GEN_LAUNCH_DEBUG=1 for a traceback)", err=True)
+        raise typer.Exit(2) from None
+
+
+def _plan(spec_path: Path):
+    from generator.plan.plan import resolve
+    from generator.spec.model import load_spec
+
+    return resolve(load_spec(spec_path, str(spec_path)))
+
+
+SpecArg = Annotated[Path, typer.Argument(help="The run spec (YAML).", show_default=False)]
+
+
+@app.command()
+def generate(
+    spec: SpecArg,
+    target: Annotated[Target, typer.Option("--target", "-t", help="Which artifact to render.")] = Target.all,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder (default for "
+                   "--target all: launch/<name>/). A single target without --out prints to stdout.")] = None,
+) -> None:
+    """Render the plan into ds_config.json, megatron_args.sh, launch.sbatch and plan.json."""
+
+    def run() -> None:
+        from generator.render import ARTIFACTS, render_all, targets_for
+
+        plan = _plan(spec)
+        used = targets_for(plan.framework)
+        if target is not Target.all and target.value not in used:
+            raise UserError(f"--target {target.value}: framework {plan.framework} does not use "
+                            f"{ARTIFACTS[target.value][0]}; choose one of {', '.join(used)} or all")
+        files = render_all(plan)
+        for note in plan.notes:
+            typer.echo(f"note: {note}", err=True)
+        if target is not Target.all:
+            name = ARTIFACTS[target.value][0]
+            if out is None:
+                sys.stdout.write(files[name])
+                return
+            files = {name: files[name]}
+        folder = out if out is not None else Path("launch") / plan.spec.name
+        _write(folder, files)
+
+    _guarded(run)
+
+
+def _write(folder: Path, files: dict[str, str]) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+            typer.echo(f"wrote {folder / name}")
+    except OSError as exc:
+        raise UserError(f"cannot write: {exc.strerror}", None) from None
+
+
+@app.command()
+def explain(
+    spec: SpecArg,
+    output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
+) -> None:
+    """Print the plan's derivation step by step (or the plan as JSON)."""
+
+    def run() -> None:
+        plan = _plan(spec)
+        if output_format is Format.json:
+            typer.echo(json.dumps(plan.to_json(), indent=2, ensure_ascii=False))
+        else:
+            from generator.explain import explain_text
+
+            sys.stdout.write(explain_text(plan))
+
+    _guarded(run)
+
+
+@app.command()
+def schema() -> None:
+    """Print the spec's JSON Schema (draft-07)."""
+    from generator.resources import data_dir
+
+    sys.stdout.write((data_dir("schemas") / "spec.schema.json").read_text(encoding="utf-8"))
+
+
+@app.command()
+def rules(code: Annotated[str | None, typer.Argument(help="A rule code such as GL003.")] = None) -> None:
+    """List the checks and their stable codes, or explain one."""
+    from generator.rules import RULES, run_rules
+
+    list(run_rules({}))  # registers every rule module
+    if code is None:
+        for rule in RULES.values():
+            typer.echo(f"{rule.code}  {rule.name:40} {rule.summary}")
+        return
+    rule = RULES.get(code.upper())
+    if rule is None:
+        typer.echo(f"unknown rule {code!r}; `gen-launch rules` lists them", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"{rule.code} {rule.name} ({rule.severity})\n\n{rule.summary}\n\n{rule.explanation}")
+
+
+def entrypoint(argv: list[str] | None = None) -> None:
+    """Console script: ``gen-launch SPEC ...`` is short for ``gen-launch generate SPEC ...``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and not args[0].startswith("-") and args[0] not in COMMANDS:
+        args = ["generate", *args]
+    app(args=args, prog_name="gen-launch")

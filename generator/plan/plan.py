@@ -1,0 +1,279 @@
+"""The plan: every number of the run derived once, with the derivation it came from.
+
+``resolve(spec)`` computes world and parallel sizes, solves the batch, plans the schedule, then
+runs every rule over the plan's facts. Renderers only read the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from generator import __version__, presets
+from generator.errors import UserError
+from generator.plan.batch import solve_batch
+from generator.plan.schedule import Schedule, plan_schedule
+from generator.rules import Fact, Finding, run_rules
+from generator.spec.model import Spec
+from generator.units import human
+
+DERIVED = "derived"
+
+# --position-embedding-type values: megatron-core vs Megatron-DeepSpeed's PositionEmbeddingType.
+_POSITION_EMBEDDING_FLAG = {
+    "megatron-lm": {"learned_absolute": "learned_absolute", "rope": "rope", "none": "none"},
+    "megatron-deepspeed": {"learned_absolute": "absolute", "rope": "rotary", "alibi": "alibi",
+                           "none": "none"},
+}
+
+
+class PlanError(UserError):
+    """The spec describes no valid run; each finding names its values and a fix."""
+
+    def __init__(self, findings: list[Finding]) -> None:
+        super().__init__("\n".join(str(f) for f in findings))
+        self.findings = findings
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: Spec
+    gpu: dict[str, Any]
+    world_size: int
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int
+    vpp: int
+    dp: int
+    expert_dp: int
+    micro_batch_size: int
+    gradient_accumulation_steps: int
+    global_batch_size: int
+    tokens_per_step: int
+    zero_stage: int | None
+    schedule: Schedule
+    cuda_device_max_connections_1: bool
+    batch_how: str
+    notes: tuple[str, ...]
+    derivation: tuple[str, ...]
+
+    @property
+    def framework(self) -> str:
+        return self.spec.framework
+
+    @property
+    def model(self):
+        return self.spec.model
+
+    @property
+    def uses_deepspeed(self) -> bool:
+        return self.framework in ("deepspeed", "megatron-deepspeed")
+
+    @property
+    def uses_megatron(self) -> bool:
+        return self.framework in ("megatron-lm", "megatron-deepspeed")
+
+    @property
+    def megatron_position_embedding(self) -> str:
+        return _POSITION_EMBEDDING_FLAG[self.framework][self.model.position_embedding]
+
+    @property
+    def min_lr_ratio(self) -> float:
+        """min_lr / lr, the form DeepSpeed's WarmupCosineLR takes (cos_min_ratio)."""
+        return self.spec.training.min_lr / self.spec.training.lr
+
+    @property
+    def train_samples(self) -> int:
+        return self.schedule.train_iters * self.global_batch_size
+
+    @property
+    def warmup_samples(self) -> int:
+        return self.schedule.warmup_iters * self.global_batch_size
+
+    @property
+    def train_tokens(self) -> int:
+        return self.train_samples * self.model.seq_length
+
+    @property
+    def procs_per_node(self) -> int:
+        return self.spec.cluster.gpus_per_node
+
+    @property
+    def tasks_per_node(self) -> int:
+        """Slurm tasks per node: one per GPU for srun, one launcher per node otherwise."""
+        return self.procs_per_node if self.spec.launch.launcher == "srun" else 1
+
+    def facts(self) -> dict[str, Fact]:
+        """Every plan value under the fact names the readers use (source: the plan)."""
+        s, m, p = self.spec, self.model, self.spec.parallelism
+        values: dict[str, Any] = {
+            "framework": s.framework, "gpu": s.cluster.gpu, "nodes": s.cluster.nodes,
+            "launcher_nodes": s.cluster.nodes, "world_size": self.world_size,
+            "procs_per_node": self.procs_per_node, "tasks_per_node": self.tasks_per_node,
+            "tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep, "etp": self.etp,
+            "vpp": self.vpp, "dp": self.dp,
+            "micro_batch_size": self.micro_batch_size,
+            "gradient_accumulation_steps": self.gradient_accumulation_steps,
+            "global_batch_size": self.global_batch_size,
+            "sequence_parallel": p.sequence_parallel,
+            "distributed_optimizer": p.distributed_optimizer,
+            "zero_stage": self.zero_stage, "precision": s.training.precision,
+            "train_iters": self.schedule.train_iters, "warmup_iters": self.schedule.warmup_iters,
+            "train_samples": self.train_samples, "warmup_samples": self.warmup_samples,
+        }
+        if self.gpu["gres"]:
+            values["gpus_per_node"] = s.cluster.gpus_per_node
+        for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
+                    "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
+                    "position_embedding"):
+            values[key] = getattr(m, key)
+        return {k: Fact(v, "plan") for k, v in values.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        s, m = self.spec, self.model
+        return {
+            "generator": f"gen-launch {__version__}",
+            "spec": s.source,
+            "name": s.name,
+            "framework": s.framework,
+            "cluster": {"nodes": s.cluster.nodes, "gpus_per_node": s.cluster.gpus_per_node,
+                        "gpu": s.cluster.gpu, "world_size": self.world_size},
+            "parallelism": {"tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep,
+                            "etp": self.etp, "vpp": self.vpp, "dp": self.dp,
+                            "expert_dp": self.expert_dp,
+                            "sequence_parallel": s.parallelism.sequence_parallel,
+                            "zero_stage": self.zero_stage,
+                            "distributed_optimizer": s.parallelism.distributed_optimizer},
+            "batch": {"micro_batch_size": self.micro_batch_size,
+                      "gradient_accumulation_steps": self.gradient_accumulation_steps,
+                      "global_batch_size": self.global_batch_size,
+                      "tokens_per_step": self.tokens_per_step,
+                      "num_microbatches": self.gradient_accumulation_steps,
+                      "solved_from": self.batch_how},
+            "model": {k: getattr(m, k) for k in m.__dataclass_fields__},
+            "schedule": {"train_iters": self.schedule.train_iters,
+                         "train_samples": self.train_samples,
+                         "train_tokens": self.train_tokens,
+                         "warmup_iters": self.schedule.warmup_iters,
+                         "warmup_samples": self.warmup_samples,
+                         "megatron_counts_in": "samples" if self.schedule.sample_based else "iterations",
+                         "decay": s.training.decay, "lr": s.training.lr, "min_lr": s.training.min_lr},
+            "launch": {"launcher": s.launch.launcher, "tasks_per_node": self.tasks_per_node,
+                       "procs_per_node": self.procs_per_node,
+                       "cuda_device_max_connections_1": self.cuda_device_max_connections_1},
+            "derivation": list(self.derivation),
+            "notes": list(self.notes),
+        }
+
+
+def spec_facts(spec: Spec) -> dict[str, Fact]:
+    """The values the spec gives (with their locations) and the world size."""
+    c, m, p, b, t = spec.cluster, spec.model, spec.parallelism, spec.batch, spec.training
+    values: dict[str, tuple[Any, str]] = {
+        "framework": (spec.framework, "framework"),
+        "gpu": (c.gpu, "cluster.gpu"),
+        "world_size": (c.nodes * c.gpus_per_node, "cluster.nodes"),
+        "tp": (p.tp, "parallelism.tp"), "pp": (p.pp, "parallelism.pp"),
+        "cp": (p.cp, "parallelism.cp"), "ep": (p.ep, "parallelism.ep"),
+        "etp": (p.etp or p.tp, "parallelism.etp" if p.etp else "parallelism.tp"),
+        "vpp": (p.vpp, "parallelism.vpp"),
+        "dp_given": (p.dp, "parallelism.dp"),
+        "sequence_parallel": (p.sequence_parallel, "parallelism.sequence_parallel"),
+        "zero_stage": (p.zero_stage, "parallelism.zero_stage"),
+        "distributed_optimizer": (p.distributed_optimizer, "parallelism.distributed_optimizer"),
+        "micro_batch_size": (b.micro_batch_size, "batch.micro_batch_size"),
+        "gradient_accumulation_steps": (b.gradient_accumulation_steps,
+                                        "batch.gradient_accumulation_steps"),
+        "global_batch_size": (b.global_batch_size, "batch.global_batch_size"),
+        "tokens_per_step": (b.tokens_per_step, "batch.tokens_per_step"),
+        "precision": (t.precision, "training.precision"),
+        "lr": (t.lr, "training.lr"), "min_lr": (t.min_lr, "training.min_lr"),
+    }
+    for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
+                "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
+                "position_embedding"):
+        values[key] = (getattr(m, key), f"model.{key}")
+    return {k: Fact(v, spec.where(where)) for k, (v, where) in values.items()}
+
+
+def resolve(spec: Spec) -> Plan:
+    """The one consistent plan for ``spec``; PlanError lists every rule it breaks."""
+    c, p, m = spec.cluster, spec.parallelism, spec.model
+    facts = spec_facts(spec)
+    world = c.nodes * c.gpus_per_node
+    model_parallel = p.tp * p.pp * p.cp
+    etp = p.etp or p.tp
+    dp = world // model_parallel if world % model_parallel == 0 else None
+    solved = schedule = None
+    if dp is not None:
+        facts["dp"] = Fact(dp, DERIVED)
+        b = spec.batch
+        solved = solve_batch(b.micro_batch_size, b.gradient_accumulation_steps,
+                             b.global_batch_size, b.tokens_per_step, dp, m.seq_length)
+        for key in ("micro_batch_size", "gradient_accumulation_steps", "global_batch_size"):
+            if facts[key].value is None and getattr(solved, key) is not None:
+                facts[key] = Fact(getattr(solved, key), DERIVED)
+        if solved.used_token_target:
+            facts["tokens_per_step_target"] = facts.pop("tokens_per_step")
+        if None not in (solved.micro_batch_size, solved.gradient_accumulation_steps,
+                        solved.global_batch_size):
+            schedule = plan_schedule(spec.training, solved.global_batch_size, m.seq_length)
+            given = next(k for k in ("train_iters", "train_samples", "train_tokens")
+                         if getattr(spec.training, k) is not None)
+            facts["train_iters"] = Fact(schedule.train_iters, spec.where(f"training.{given}"))
+            facts["warmup_iters"] = Fact(schedule.warmup_iters, spec.where("training.warmup"))
+    errors = [f for f in run_rules(facts) if f.severity == "error"]
+    if errors:
+        raise PlanError(errors)
+    if solved is None or schedule is None or dp is None:  # a rule should have said why
+        raise RuntimeError(f"internal error: plan incomplete without a finding ({spec.source})")
+    gpu = presets.gpus()[c.gpu]
+    tokens = solved.global_batch_size * m.seq_length
+    is_deepspeed = spec.framework != "megatron-lm"
+    return Plan(
+        spec=spec, gpu=gpu, world_size=world, tp=p.tp, pp=p.pp, cp=p.cp, ep=p.ep, etp=etp,
+        vpp=p.vpp, dp=dp, expert_dp=world // (etp * p.ep * p.pp),
+        micro_batch_size=solved.micro_batch_size,
+        gradient_accumulation_steps=solved.gradient_accumulation_steps,
+        global_batch_size=solved.global_batch_size, tokens_per_step=tokens,
+        zero_stage=(p.zero_stage or 0) if is_deepspeed else None,
+        schedule=schedule,
+        cuda_device_max_connections_1=(
+            spec.framework != "deepspeed" and (p.tp > 1 or p.cp > 1)
+            and gpu["nvidia_cc"] is not None and gpu["nvidia_cc"] < 10),
+        batch_how=solved.how,
+        notes=tuple(n for n in (solved.rounding, *schedule.notes) if n),
+        derivation=_derivation(spec, world, dp, solved, schedule),
+    )
+
+
+def _derivation(spec: Spec, world: int, dp: int, solved, schedule: Schedule) -> tuple[str, ...]:
+    c, p, m = spec.cluster, spec.parallelism, spec.model
+    micro, acc, glob = (solved.micro_batch_size, solved.gradient_accumulation_steps,
+                        solved.global_batch_size)
+    tokens = glob * m.seq_length
+    lines = [
+        f"world_size = nodes × gpus_per_node = {c.nodes} × {c.gpus_per_node} = {world}",
+        f"dp = world_size / (pp × tp × cp) = {world} / ({p.pp} × {p.tp} × {p.cp}) = {dp}",
+    ]
+    if solved.how.startswith("global and micro"):
+        lines.append(f"gradient_accumulation_steps = global / (micro × dp) = {glob} / ({micro} × "
+                     f"{dp}) = {acc}")
+    elif solved.how.startswith("global and accumulation"):
+        lines.append(f"micro_batch_size = global / (accumulation × dp) = {glob} / ({acc} × {dp}) "
+                     f"= {micro}")
+    elif solved.used_token_target:
+        lines.append(f"global_batch_size chosen for {solved.rounding or 'the tokens_per_step target'}")
+    lines += [
+        f"global_batch_size = micro × accumulation × dp = {micro} × {acc} × {dp} = {glob}",
+        f"tokens_per_step = seq_length × global_batch_size = {m.seq_length} × {glob} = "
+        f"{tokens:,} ≈ {human(tokens)}",
+        schedule.iters_derivation,
+        schedule.warmup_derivation,
+    ]
+    return tuple(lines)

@@ -1,0 +1,20 @@
+"""Where the data folders live: inside the wheel (``generator/templates``) or beside the package
+in a source checkout or editable install (``templates/``), where hatchling does not map them."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+@cache
+def data_dir(name: str) -> Path:
+    """The folder ``name`` (``templates`` or ``schemas``); FileNotFoundError if neither exists."""
+    for candidate in (_PACKAGE_DIR / name, _PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"gen-launch data folder {name!r} not found beside {_PACKAGE_DIR}")
+
+

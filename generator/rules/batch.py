@@ -1,0 +1,215 @@
+"""GL0xx: world, data-parallel and batch arithmetic (Megatron validate_args, the microbatch
+calculator and DeepSpeed's _batch_assertion agree on these; see reference/megatron.md §1-2, §13
+and reference/deepspeed.md §1)."""
+
+from __future__ import annotations
+
+from generator.rules.registry import rule
+
+
+def nearest_multiples(value: int, step: int) -> list[int]:
+    """The multiples of ``step`` just below and above ``value`` (positive ones only)."""
+    below = value // step * step
+    return [m for m in (below, below + step) if m > 0 and m != value]
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def micro_alternatives(global_batch_size: int, micro_batch_size: int, dp: int) -> list[str]:
+    """Micro batch sizes near ``micro_batch_size`` that divide the global batch at this dp."""
+    if global_batch_size % dp:
+        return []
+    per_rank = global_batch_size // dp
+    divisors = _divisors(per_rank)
+    lower = [d for d in divisors if d < micro_batch_size][-1:]
+    upper = [d for d in divisors if d > micro_batch_size][:1]
+    return [f"micro {m} with accumulation {per_rank // m}" for m in lower + upper]
+
+
+def _or(items: list) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+@rule("GL001", "world-not-divisible",
+      "The world size must be divisible by tp × pp × cp (the model-parallel size).")
+def world_not_divisible(world_size: int, tp: int, pp: int, cp: int) -> str | None:
+    """Megatron computes dp = world / (tp × pp × cp) and asserts the division is exact
+    (``world size (W) is not divisible by total_model_size``). Fix: change the node count or the
+    model-parallel sizes so that the product divides the number of GPUs."""
+    model = tp * pp * cp
+    if world_size % model == 0:
+        return None
+    worlds = nearest_multiples(world_size, model)
+    return (f"world size {world_size} is not divisible by tp {tp} × pp {pp} × cp {cp} = {model}; "
+            f"use a world of {_or(worlds)} GPUs, or model-parallel sizes whose product divides "
+            f"{world_size}")
+
+
+@rule("GL002", "dp-mismatch", "A data-parallel size written down must equal world / (tp × pp × cp).")
+def dp_mismatch(dp_given: int, world_size: int, tp: int, pp: int, cp: int) -> str | None:
+    """dp is never an input to the frameworks: they derive it. A different value written in a
+    spec or a script is a stale copy. Fix: remove it, or change the sizes it came from."""
+    model = tp * pp * cp
+    if world_size % model or dp_given == world_size // model:
+        return None
+    return (f"dp {dp_given} does not match world {world_size} / (tp {tp} × pp {pp} × cp {cp}) = "
+            f"{world_size // model}; remove dp or set it to {world_size // model}")
+
+
+@rule("GL003", "global-batch-not-divisible",
+      "The global batch must be a multiple of micro batch × dp (or accumulation × dp).")
+def global_not_divisible(global_batch_size: int, dp: int, micro_batch_size: int | None = None,
+                         gradient_accumulation_steps: int | None = None) -> str | None:
+    """Megatron's microbatch calculator asserts ``global batch size (G) is not divisible by micro
+    batch size (B) times data parallel size (D)``; DeepSpeed floors and then fails its batch
+    assertion. Fix: pick a global batch that is a multiple, or a micro batch that divides it."""
+    if micro_batch_size is not None:
+        step = micro_batch_size * dp
+        if global_batch_size % step == 0:
+            return None
+        alternatives = [str(m) for m in nearest_multiples(global_batch_size, step)]
+        alternatives += micro_alternatives(global_batch_size, micro_batch_size, dp)
+        return (f"global batch {global_batch_size} is not divisible by micro {micro_batch_size} × "
+                f"dp {dp} = {step}; use {_or(alternatives)}")
+    if gradient_accumulation_steps is not None:
+        step = gradient_accumulation_steps * dp
+        if global_batch_size % step == 0:
+            return None
+        return (f"global batch {global_batch_size} is not divisible by accumulation "
+                f"{gradient_accumulation_steps} × dp {dp} = {step}; use "
+                f"{_or(nearest_multiples(global_batch_size, step))}")
+    return None
+
+
+@rule("GL004", "batch-mismatch", "global batch = micro × accumulation × dp must hold exactly.")
+def batch_mismatch(global_batch_size: int, micro_batch_size: int, gradient_accumulation_steps: int,
+                   dp: int) -> str | None:
+    """DeepSpeed: ``train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step *
+    world_size``. When the three numbers are written in different files they drift apart and the
+    run either crashes at start-up or trains with a batch other than the one written down. Fix:
+    give any two of them and let the third be derived."""
+    product = micro_batch_size * gradient_accumulation_steps * dp
+    if product == global_batch_size:
+        return None
+    return (f"global batch {global_batch_size} != micro {micro_batch_size} × accumulation "
+            f"{gradient_accumulation_steps} × dp {dp} = {product}; give two of the three and let "
+            "gen-launch derive the third")
+
+
+@rule("GL005", "tokens-per-step-mismatch",
+      "A tokens-per-step figure written down must equal global batch × sequence length.")
+def tokens_mismatch(tokens_per_step: int, global_batch_size: int, seq_length: int) -> str | None:
+    """The token-level batch is what matters for convergence; a stated figure that differs from
+    global batch × seq_length describes a different run. Fix: drop one of them."""
+    actual = global_batch_size * seq_length
+    if actual == tokens_per_step:
+        return None
+    return (f"tokens_per_step {tokens_per_step:,} != global batch {global_batch_size} × seq_length "
+            f"{seq_length} = {actual:,}; remove tokens_per_step or the value that fixes the batch")
+
+
+@rule("GL006", "expert-grid-not-divisible",
+      "With experts, the world must be divisible by etp × ep × pp (Megatron's expert grid).")
+def expert_grid(world_size: int, ep: int, etp: int, pp: int, num_experts: int | None = None) -> str | None:
+    """megatron-core (parallel folding, core ≥ 0.10) builds expert data-parallel groups of size
+    world / (etp × ep × pp) and raises ``world_size (W) is not divisible by
+    expert_tensor_model_pipeline_parallel size (N)``. EP need not divide dp. Fix: change ep, etp
+    or the world size."""
+    grid = etp * ep * pp
+    if ep == 1 and etp == 1 or world_size % grid == 0:
+        return None
+    return (f"world size {world_size} is not divisible by etp {etp} × ep {ep} × pp {pp} = {grid} "
+            f"(the expert grid); use a world of {_or(nearest_multiples(world_size, grid))} GPUs "
+            "or a smaller ep")
+
+
+@rule("GL007", "experts-not-divisible-by-ep", "The number of experts must be a multiple of ep.")
+def experts_ep(num_experts: int, ep: int) -> str | None:
+    """Megatron: ``Number of experts should be a multiple of expert model parallel_size.``"""
+    if num_experts % ep == 0:
+        return None
+    choices = [d for d in range(1, num_experts + 1) if num_experts % d == 0]
+    return f"num_experts {num_experts} is not divisible by ep {ep}; use ep in {choices}"
+
+
+@rule("GL008", "ep-without-experts", "Expert parallelism (ep > 1) needs an MoE model.")
+def ep_without_experts(ep: int, num_experts: int | None = None) -> str | None:
+    """Megatron: ``num_experts must be non None to use expert model parallelism``."""
+    if ep == 1 or num_experts:
+        return None
+    return f"ep {ep} needs model.num_experts (a dense model has no experts); set ep to 1"
+
+
+@rule("GL009", "warmup-not-shorter-than-run", "LR warmup must be shorter than the run.")
+def warmup_too_long(warmup_iters: int, train_iters: int) -> str | None:
+    """Megatron's scheduler asserts warmup_steps < decay_steps; DeepSpeed's WarmupDecayLR only
+    warns and then never decays. Fix: a shorter warmup (1-5% of the run is usual)."""
+    if warmup_iters < train_iters:
+        return None
+    return (f"warmup of {warmup_iters} iterations is not shorter than the run of {train_iters} "
+            "iterations; use a warmup of 1-5% of the run")
+
+
+@rule("GL010", "interleaved-microbatches",
+      "With virtual pipeline stages the number of micro-batches must be a multiple of pp.")
+def interleaved_microbatches(vpp: int, pp: int, gradient_accumulation_steps: int) -> str | None:
+    """Megatron's interleaved 1F1B schedule (default group size pp) needs M ≥ pp and M % pp == 0
+    micro-batches per step (``The remainder of M ... should be 0, or larger than or equal to the
+    pipeline-parallel size``), checked only at the first training step. Fix: change the
+    accumulation (or the global batch) to a multiple of pp."""
+    m = gradient_accumulation_steps
+    if vpp == 1 or pp == 1 or (m >= pp and m % pp == 0):
+        return None
+    return (f"with vpp {vpp}, {m} micro-batches per step must be a multiple of pp {pp}; use "
+            f"accumulation {_or(nearest_multiples(m, pp) or [pp])}")
+
+
+@rule("GL011", "vpp-needs-pp", "Virtual pipeline stages need pipeline parallelism (pp > 1).")
+def vpp_needs_pp(vpp: int, pp: int) -> str | None:
+    """Megatron: ``When interleaved schedule is used, pipeline-model-parallel size should be
+    greater than 1``."""
+    if vpp == 1 or pp > 1:
+        return None
+    return f"vpp {vpp} needs pp > 1 (got pp {pp}); set vpp to 1 or use pipeline parallelism"
+
+
+@rule("GL012", "batch-underdetermined",
+      "The batch needs micro + accumulation, global + micro, global + accumulation, or a "
+      "tokens-per-step target + micro (or accumulation).")
+def batch_underdetermined(micro_batch_size: int | None = None,
+                          gradient_accumulation_steps: int | None = None,
+                          global_batch_size: int | None = None,
+                          tokens_per_step: int | None = None,
+                          tokens_per_step_target: int | None = None) -> str | None:
+    """Megatron needs --micro-batch-size (and defaults the global batch to micro × dp, a silent
+    choice); DeepSpeed needs train_batch_size or train_micro_batch_size_per_gpu. gen-launch makes
+    no silent choice. Fix: add one of the missing values."""
+    micro, acc, glob = micro_batch_size, gradient_accumulation_steps, global_batch_size
+    tokens = tokens_per_step or tokens_per_step_target
+    if (micro and acc) or (glob and (micro or acc)) or (tokens and (micro or acc)):
+        return None
+    given = [n for n, v in (("micro_batch_size", micro), ("gradient_accumulation_steps", acc),
+                            ("global_batch_size", glob), ("tokens_per_step", tokens)) if v]
+    return (f"{' + '.join(given) or 'no batch value'} does not determine the batch; give "
+            "micro_batch_size + gradient_accumulation_steps, global_batch_size + micro_batch_size, "
+            "global_batch_size + gradient_accumulation_steps, or tokens_per_step + micro_batch_size")
+
+
+@rule("GL013", "tokens-per-step-unreachable",
+      "No global batch within 10% of the tokens-per-step target is a multiple of micro × dp.")
+def tokens_unreachable(tokens_per_step_target: int, global_batch_size: int,
+                       seq_length: int) -> str | None:
+    """The global batch moves in steps of micro × dp (or accumulation × dp) sequences; a target
+    between two steps is rounded to the closer one, and refused when even that is more than 10%
+    away. Fix: change the target, the micro batch or the parallel layout."""
+    actual = global_batch_size * seq_length
+    if abs(actual - tokens_per_step_target) * 10 <= tokens_per_step_target:
+        return None
+    return (f"tokens_per_step target {tokens_per_step_target:,} is unreachable: the closest "
+            f"usable global batch {global_batch_size} gives {actual:,} tokens "
+            f"({(actual - tokens_per_step_target) / tokens_per_step_target * 100:+.1f}%, more than "
+            "10% away); change the target, the micro batch or the parallel layout")

@@ -1,0 +1,45 @@
+"""GL1xx: DeepSpeed rules (reference/deepspeed.md §2, §5, §13)."""
+
+from __future__ import annotations
+
+from generator.rules.registry import rule
+
+
+@rule("GL101", "zero-with-pipeline", "ZeRO stage 2 and 3 cannot run with DeepSpeed's pipeline engine.")
+def zero_pipeline(zero_stage: int, pp: int, framework: str) -> str | None:
+    """DeepSpeed's PipelineEngine: ``ZeRO-2 and ZeRO-3 are incompatible with pipeline
+    parallelism``. Megatron-DeepSpeed uses that engine whenever pp > 1."""
+    if framework == "megatron-lm" or zero_stage < 2 or pp == 1:
+        return None
+    return (f"zero_stage {zero_stage} is incompatible with DeepSpeed pipeline parallelism "
+            f"(pp {pp}); use zero_stage 1 (or 0), or pp 1")
+
+
+@rule("GL102", "deepspeed-tensor-parallel",
+      "Plain DeepSpeed gets tensor parallelism from the model code, not from a size.")
+def deepspeed_tp(tp: int, framework: str) -> str | None:
+    """With framework deepspeed the training script owns the model; a tp size here would only
+    shrink dp. Megatron-DeepSpeed provides tensor parallelism."""
+    if framework != "deepspeed" or tp == 1:
+        return None
+    return f"tp {tp} needs Megatron's tensor-parallel layers; use framework megatron-deepspeed or tp 1"
+
+
+@rule("GL103", "fp16-on-cpu", "DeepSpeed's CPU accelerator does not support fp16.")
+def fp16_cpu(precision: str, gpu: str) -> str | None:
+    """DeepSpeed on CPU: ``ValueError: Type fp16 is not supported on your device.``"""
+    if precision != "fp16" or gpu != "cpu":
+        return None
+    return "precision fp16 is not supported on the cpu preset; use bf16 or fp32"
+
+
+@rule("GL104", "deepspeed-warmup-too-short",
+      "DeepSpeed's LR schedulers need a warmup of at least 2 steps.")
+def deepspeed_warmup(warmup_iters: int, framework: str) -> str | None:
+    """DeepSpeed 0.19 raises ``warmup_num_steps must be a positive integer`` for 0 and silently
+    uses ``max(2, warmup_num_steps)``, so a 0- or 1-step warmup differs from the plan. Applies
+    where DeepSpeed owns the scheduler (framework deepspeed)."""
+    if framework != "deepspeed" or warmup_iters >= 2:
+        return None
+    return (f"warmup of {warmup_iters} steps: DeepSpeed's schedulers warm up for at least 2 steps; "
+            "set training.warmup to {iters: 2} or more")

@@ -1,0 +1,180 @@
+"""Safe YAML loading with the positions of every node.
+
+Nothing in a spec is executed: only the plain YAML 1.2 scalar types are recognised (no
+``!!python/...`` tags, no YAML 1.1 ``yes``/``on`` booleans or ``48:00:00`` base-60 integers),
+duplicate keys are rejected (PyYAML would silently keep the last), and aliases are bounded so
+that an alias bomb cannot expand into millions of nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.errors import Location, UserError
+
+MAX_EXPANDED_NODES = 10_000
+MAX_FILE_BYTES = 1 << 20
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 core-schema scalars and duplicate-key detection."""
+
+    yaml_implicit_resolvers: dict = {}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, str | int | float | bool | type(None)):
+                raise _located(key_node, "mapping keys must be plain scalars")
+            if key in seen:
+                first = seen[key].start_mark.line + 1
+                raise _located(key_node, f"duplicate key {key!r} (first defined on line {first})")
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+_IMPLICIT = [
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9][0-9_]*|0x[0-9a-fA-F]+|0o[0-7]+)$", list("-+0123456789")),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        list("-+.0123456789"),
+    ),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", ["<"]),
+]
+for _tag, _regexp, _first in _IMPLICIT:
+    _SpecLoader.add_implicit_resolver(_tag, re.compile(_regexp), _first)
+
+
+class _LocatedYAMLError(Exception):
+    def __init__(self, mark: yaml.Mark | None, message: str) -> None:
+        super().__init__(message)
+        self.mark = mark
+        self.message = message
+
+
+def _located(node: yaml.Node, message: str) -> _LocatedYAMLError:
+    return _LocatedYAMLError(node.start_mark, message)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A loaded YAML document: its data and the node tree that knows where each value is."""
+
+    file: str
+    data: Any
+    root: yaml.Node
+
+    def locate(self, path: Sequence[str | int], key: bool = False) -> Location:
+        """Where ``path`` is (the deepest existing part of it); ``key=True`` points at the key."""
+        node, key_node = self.root, None
+        for part in path:
+            child = _child(node, part)
+            if child is None:
+                break
+            key_node, node = child
+        target = key_node if key and key_node is not None else node
+        return Location(self.file, target.start_mark.line + 1, target.start_mark.column + 1)
+
+
+def _child(node: yaml.Node, part: str | int) -> tuple[yaml.Node | None, yaml.Node] | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if key_node.value == str(part):
+                return key_node, value_node
+    elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        return None, node.value[part]
+    return None
+
+
+def _count_expanded(root: yaml.Node) -> None:
+    """Reject documents whose aliases expand to more than MAX_EXPANDED_NODES nodes."""
+    count, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > MAX_EXPANDED_NODES:
+            raise _LocatedYAMLError(
+                root.start_mark,
+                f"document expands to more than {MAX_EXPANDED_NODES:,} nodes through aliases "
+                "(an alias bomb?); write the values out instead of nesting aliases",
+            )
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                stack.extend((key_node, value_node))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def read_text(path: Path, display: str) -> str:
+    """The file's text; a missing, unreadable, oversized or non-UTF-8 file is a UserError."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError("file not found", Location(display)) from None
+    except IsADirectoryError:
+        raise UserError("is a directory, expected a YAML spec file", Location(display)) from None
+    except OSError as exc:
+        raise UserError(f"cannot read: {exc.strerror}", Location(display)) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise UserError(f"file is {len(raw):,} bytes; a spec is at most {MAX_FILE_BYTES:,}",
+                        Location(display))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        head = raw[: exc.start].decode("utf-8", errors="replace")
+        line, col = _position(head, len(head))
+        raise UserError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8",
+            Location(display, line, col),
+        ) from None
+
+
+def load_yaml(text: str, display: str) -> Document:
+    """Parse one YAML document safely; every problem is a located UserError."""
+    loader = _SpecLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            raise UserError("the file is empty; a spec needs at least name, framework, cluster, "
+                            "model, parallelism and batch", Location(display, 1, 1))
+        _count_expanded(root)
+        data = loader.construct_document(root)
+    except _LocatedYAMLError as exc:
+        line, col = (exc.mark.line + 1, exc.mark.column + 1) if exc.mark else (None, None)
+        raise UserError(exc.message, Location(display, line, col)) from None
+    except yaml.constructor.ConstructorError as exc:
+        mark = exc.problem_mark
+        tag = re.search(r"'(tag:[^']*)'", str(exc.problem))
+        what = f"tag {tag.group(1).replace('tag:yaml.org,2002:', '!!')}" if tag else exc.problem
+        raise UserError(
+            f"{what} is not allowed: a spec holds plain data (mappings, lists, strings, numbers)",
+            Location(display, mark.line + 1, mark.column + 1) if mark else Location(display),
+        ) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise UserError(
+            f"invalid YAML: {problem}",
+            Location(display, mark.line + 1, mark.column + 1) if mark else Location(display),
+        ) from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"invalid YAML: {exc}", Location(display)) from None
+    finally:
+        loader.dispose()
+    return Document(display, data, root)

@@ -1,0 +1,287 @@
+"""The typed, frozen spec: schema defaults and presets applied, counts parsed to integers.
+
+Every field remembers where it came from (``spec.yaml:12:5``, ``preset llama3-8b`` or
+``default``), so that plan errors can point at the values involved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from generator import presets
+from generator.errors import Location, UserError
+from generator.spec.load import Document, load_yaml, read_text
+from generator.spec.schema import spec_schema, validate
+from generator.units import parse_count, parse_fraction
+
+_MODEL_REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    nodes: int
+    gpus_per_node: int
+    gpu: str
+
+
+@dataclass(frozen=True)
+class Model:
+    preset: str | None
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_query_groups: int
+    ffn_hidden_size: int
+    vocab_size: int
+    seq_length: int
+    max_position_embeddings: int
+    num_experts: int | None
+    moe_top_k: int | None
+    activation: str
+    normalization: str
+    position_embedding: str
+    tie_embeddings: bool
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int | None
+    vpp: int
+    sequence_parallel: bool
+    zero_stage: int | None
+    distributed_optimizer: bool
+    dp: int | None
+
+
+@dataclass(frozen=True)
+class Batch:
+    micro_batch_size: int | None
+    gradient_accumulation_steps: int | None
+    global_batch_size: int | None
+    tokens_per_step: int | None
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """Warmup length in one unit: ``fraction`` of the run, or ``iters``/``samples``/``tokens``."""
+
+    unit: str
+    amount: Fraction | int
+
+
+@dataclass(frozen=True)
+class Training:
+    precision: str
+    train_tokens: int | None
+    train_iters: int | None
+    train_samples: int | None
+    lr: float
+    min_lr: float
+    warmup: Warmup
+    decay: str
+    weight_decay: float
+    adam_betas: tuple[float, float]
+    adam_eps: float
+    gradient_clipping: float
+    recompute: str
+    seed: int
+    log_interval: int
+
+
+@dataclass(frozen=True)
+class Launch:
+    launcher: str
+    entrypoint: str
+    python: str
+    extra_args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Slurm:
+    partition: str | None
+    account: str | None
+    qos: str | None
+    time: str
+    cpus_per_task: int | None
+    mem: str | None
+    container_image: str | None
+    container_mounts: tuple[str, ...]
+    container_workdir: str | None
+    exclusive: bool
+    output: str
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    framework: str
+    cluster: Cluster
+    model: Model
+    parallelism: Parallelism
+    batch: Batch
+    training: Training
+    launch: Launch
+    slurm: Slurm
+    source: str
+    doc: Document = field(repr=False, compare=False)
+
+    def where(self, dotted: str) -> str:
+        """Where a field's value came from: ``file:line:col``, ``preset NAME`` or ``default``."""
+        path = dotted.split(".")
+        if _has_path(self.doc.data, path):
+            return str(self.doc.locate(path))
+        if path[0] == "model" and self.model.preset and path[-1] in presets.models()[self.model.preset]:
+            return f"preset {self.model.preset}"
+        return "default"
+
+    def location(self, dotted: str) -> Location:
+        return self.doc.locate(dotted.split("."))
+
+
+def _has_path(data: Any, path: list[str]) -> bool:
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def load_spec(path: Path, display: str | None = None) -> Spec:
+    """Read, schema-check and type a spec file. Raises UserError with a location."""
+    display = display or str(path)
+    doc = load_yaml(read_text(path, display), display)
+    if not isinstance(doc.data, dict):
+        kind = "a list" if isinstance(doc.data, list) else f"a {type(doc.data).__name__}"
+        raise UserError(f"$: a spec is a mapping of sections (name, framework, cluster, model, "
+                        f"parallelism, batch, training, ...), got {kind}", doc.locate([]))
+    validate(doc)
+    return build_spec(doc)
+
+
+def build_spec(doc: Document) -> Spec:
+    data = _with_defaults(doc.data, spec_schema())
+
+    def count(section: str, key: str) -> int | None:
+        value = data[section].get(key)
+        if value is None:
+            return None
+        try:
+            number = parse_count(value, f"$.{section}.{key}")
+        except ValueError as exc:
+            raise UserError(str(exc), doc.locate([section, key])) from None
+        if number <= 0:
+            raise UserError(f"$.{section}.{key}: must be positive, got {value!r}",
+                            doc.locate([section, key]))
+        return number
+
+    t = data["training"]
+    return Spec(
+        name=data["name"],
+        framework=data["framework"],
+        cluster=Cluster(**data["cluster"]),
+        model=_model(doc, data["model"]),
+        parallelism=Parallelism(**data["parallelism"]),
+        batch=Batch(
+            micro_batch_size=data["batch"].get("micro_batch_size"),
+            gradient_accumulation_steps=data["batch"].get("gradient_accumulation_steps"),
+            global_batch_size=data["batch"].get("global_batch_size"),
+            tokens_per_step=count("batch", "tokens_per_step"),
+        ),
+        training=Training(
+            precision=t["precision"],
+            train_tokens=count("training", "train_tokens"),
+            train_iters=count("training", "train_iters"),
+            train_samples=count("training", "train_samples"),
+            lr=float(t["lr"]),
+            min_lr=float(t["min_lr"]),
+            warmup=_warmup(doc, t["warmup"], count),
+            decay=t["decay"],
+            weight_decay=float(t["weight_decay"]),
+            adam_betas=(float(t["adam_betas"][0]), float(t["adam_betas"][1])),
+            adam_eps=float(t["adam_eps"]),
+            gradient_clipping=float(t["gradient_clipping"]),
+            recompute=t["recompute"],
+            seed=t["seed"],
+            log_interval=t["log_interval"],
+        ),
+        launch=Launch(
+            launcher=data["launch"]["launcher"],
+            entrypoint=data["launch"]["entrypoint"],
+            python=data["launch"]["python"],
+            extra_args=tuple(data["launch"]["extra_args"]),
+            env=tuple((k, _env_text(v)) for k, v in data["launch"]["env"].items()),
+        ),
+        slurm=Slurm(**{**data["slurm"], "container_mounts": tuple(data["slurm"]["container_mounts"])}),
+        source=doc.file,
+        doc=doc,
+    )
+
+
+def _env_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _warmup(doc: Document, value: Any, count) -> Warmup:
+    if isinstance(value, dict):
+        (unit, _), = value.items()
+        amount = parse_count(value[unit], f"$.training.warmup.{unit}")
+        return Warmup(unit, amount)
+    try:
+        return Warmup("fraction", parse_fraction(value, "$.training.warmup"))
+    except ValueError as exc:
+        raise UserError(str(exc), doc.locate(["training", "warmup"])) from None
+
+
+def _model(doc: Document, given: dict[str, Any]) -> Model:
+    preset_name = given.get("preset")
+    merged = {**(presets.models()[preset_name] if preset_name else {}),
+              **{k: v for k, v in given.items() if v is not None}}
+    missing = [k for k in _MODEL_REQUIRED if merged.get(k) is None]
+    if missing:
+        raise UserError(f"$.model: missing {', '.join(missing)}; give them or choose a preset "
+                        f"({', '.join(presets.models())})", doc.locate(["model"]))
+    h, heads = merged["hidden_size"], merged["num_attention_heads"]
+    activation = merged.get("activation") or "gelu"
+    ffn = merged.get("ffn_hidden_size")
+    if ffn is None:
+        # Megatron's default: 4h, or int(4h * 2/3 / 64) * 64 with --swiglu (arguments.py).
+        ffn = (4 * h * 2 // 3 // 64) * 64 if activation == "swiglu" else 4 * h
+    return Model(
+        preset=preset_name,
+        num_layers=merged["num_layers"],
+        hidden_size=h,
+        num_attention_heads=heads,
+        num_query_groups=merged.get("num_query_groups") or heads,
+        ffn_hidden_size=ffn,
+        vocab_size=merged["vocab_size"],
+        seq_length=merged["seq_length"],
+        max_position_embeddings=merged.get("max_position_embeddings") or merged["seq_length"],
+        num_experts=merged.get("num_experts"),
+        moe_top_k=merged.get("moe_top_k"),
+        activation=activation,
+        normalization=merged.get("normalization") or "layernorm",
+        position_embedding=merged.get("position_embedding") or "learned_absolute",
+        tie_embeddings=merged.get("tie_embeddings", True),
+    )
+
+
+def _with_defaults(data: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``data`` with the schema's ``default`` values filled in, section by section."""
+    out = dict(data)
+    for key, sub in schema.get("properties", {}).items():
+        if key not in out and "default" in sub:
+            out[key] = sub["default"]
+        if isinstance(out.get(key), dict) and sub.get("type") == "object":
+            out[key] = _with_defaults(out[key], sub)
+    return out

@@ -1,0 +1,116 @@
+"""The JSON Schema (schemas/spec.schema.json) is the single source of what a spec may contain.
+
+Validation errors become located, one-line messages: ``spec.yaml:6:3: $.parallelism: ...``.
+A subschema may carry an ``errorMessage`` (as in ajv-errors) that replaces jsonschema's wording.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+from generator.errors import UserError
+from generator.resources import data_dir
+from generator.spec.load import Document
+
+_TYPE_NAMES = {"object": "a mapping", "array": "a list", "integer": "an integer",
+               "number": "a number", "string": "a string", "boolean": "true or false",
+               "null": "null"}
+
+
+@cache
+def spec_schema() -> dict[str, Any]:
+    return json.loads((data_dir("schemas") / "spec.schema.json").read_text(encoding="utf-8"))
+
+
+@cache
+def _validator():
+    from jsonschema import validators
+
+    schema = spec_schema()
+    cls = validators.validator_for(schema)
+    return cls(schema)
+
+
+def json_path(path: Any) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def validate(doc: Document) -> None:
+    """Raise UserError (one per problem, sorted by position) if ``doc`` breaks the schema."""
+    errors = sorted(
+        {(str(e.location), str(e)): e for e in _errors(doc)}.values(),
+        key=lambda e: (e.location.line or 0, e.location.col or 0),
+    )
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        from generator.errors import UserErrors
+
+        raise UserErrors(errors)
+
+
+def _errors(doc: Document) -> Iterator[UserError]:
+    raw = list(_validator().iter_errors(doc.data))
+    enum_paths = {tuple(e.absolute_path) for e in raw if e.validator == "enum"}
+    for err in raw:
+        path = list(err.absolute_path)
+        where = json_path(path)
+        if err.validator == "oneOf" and "errorMessage" not in err.schema and tuple(path) in enum_paths:
+            continue  # the enum error says the same, better
+        if err.validator == "additionalProperties":
+            allowed = sorted(err.schema.get("properties", {}))
+            for key in sorted(set(err.instance) - set(allowed), key=str):
+                hint = _did_you_mean(str(key), allowed)
+                yield UserError(
+                    f"{where}: unknown key {key!r}{hint} (allowed: {', '.join(allowed)})",
+                    doc.locate([*path, key], key=True),
+                )
+            continue
+        yield UserError(f"{where}: {_message(err)}", doc.locate(path))
+
+
+def _message(err: Any) -> str:
+    custom = err.schema.get("errorMessage") if isinstance(err.schema, dict) else None
+    got = _shown(err.instance)
+    if custom:
+        return f"{custom}; got {got}"
+    if err.validator == "required":
+        missing = err.message.split("'")[1]
+        return f"missing required key {missing!r}"
+    if err.validator == "enum":
+        choices = [str(c) for c in err.validator_value]
+        hint = _did_you_mean(str(err.instance), choices)
+        return f"{got} is not one of {', '.join(choices)}{hint}"
+    if err.validator == "type":
+        wanted = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+        return f"expected {' or '.join(_TYPE_NAMES.get(t, t) for t in wanted)}, got {got}"
+    if err.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        relation = {"minimum": "at least", "exclusiveMinimum": "greater than",
+                    "maximum": "at most", "exclusiveMaximum": "less than"}[err.validator]
+        return f"must be {relation} {err.validator_value}, got {got}"
+    if err.validator in ("minItems", "maxItems"):
+        return f"expected {err.validator_value} items, got {len(err.instance)}"
+    if err.validator == "pattern":
+        return f"{got} does not match the pattern {err.validator_value}"
+    return err.message
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
