@@ -268,11 +268,15 @@ def _derivation(spec: Spec, world: int, dp: int, solved, schedule: Schedule) -> 
         lines.append(f"micro_batch_size = global / (accumulation × dp) = {glob} / ({acc} × {dp}) "
                      f"= {micro}")
     elif solved.used_token_target:
-        lines.append(f"global_batch_size chosen for {solved.rounding or 'the tokens_per_step target'}")
+        unit, name = (micro, "micro") if spec.batch.micro_batch_size else (acc, "accumulation")
+        target = spec.batch.tokens_per_step or 0
+        exact = "=" if target == tokens else "≈"
+        lines.append(f"global_batch_size = tokens_per_step target / seq_length = {target:,} / "
+                     f"{m.seq_length} {exact} {glob}, a multiple of {name} × dp = {unit} × {dp}")
     lines += [
         f"global_batch_size = micro × accumulation × dp = {micro} × {acc} × {dp} = {glob}",
         f"tokens_per_step = seq_length × global_batch_size = {m.seq_length} × {glob} = "
-        f"{tokens:,} ≈ {human(tokens)}",
+        f"{tokens:,}" + (f" ≈ {human(tokens)}" if human(tokens) != str(tokens) else ""),
         schedule.iters_derivation,
         schedule.warmup_derivation,
     ]

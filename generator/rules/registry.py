@@ -54,17 +54,14 @@ class Rule:
         message = self.check(**args)
         if message is None:
             return None
-        used = [n for n in (*self.needs, *self.optional) if n in facts and _is_number(facts[n])]
+        used = [n for n in (*self.needs, *self.optional) if facts.get(n) is not None
+                and facts[n].value is not None]
         located = sorted(used, key=lambda n: facts[n].source in _UNLOCATED)
         sources = tuple(dict.fromkeys(facts[n].source for n in located))
         return Finding(self.code, self.name, self.severity, message, sources)
 
 
 _UNLOCATED = ("derived", "default")
-
-
-def _is_number(fact: Fact) -> bool:
-    return fact.value is not None and not isinstance(fact.value, str)
 
 
 RULES: dict[str, Rule] = {}

@@ -1,0 +1,58 @@
+"""Shared fixtures: the repository paths, spec writing, and the --update-golden switch."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = sorted((ROOT / "samples").glob("*.yaml"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/ from the current output instead of comparing")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+MINIMAL = """\
+name: t
+framework: megatron-lm
+cluster: {nodes: 2, gpus_per_node: 8, gpu: h100-80gb}
+model: {num_layers: 8, hidden_size: 1024, num_attention_heads: 16, vocab_size: 32000, seq_length: 2048}
+parallelism: {tp: 2, pp: 2}
+batch: {micro_batch_size: 2, gradient_accumulation_steps: 4}
+training: {train_iters: 1000, lr: 1.0e-4, warmup: {iters: 10}}
+"""
+
+
+@pytest.fixture
+def write_spec(tmp_path: Path):
+    """Write a spec (dedented text or bytes) to a file and return its path."""
+
+    def write(content: str | bytes, name: str = "spec.yaml") -> Path:
+        path = tmp_path / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content), encoding="utf-8")
+        return path
+
+    return write
+
+
+def require_oracle(module: str):
+    """Import an oracle dependency; in CI a missing one fails instead of skipping."""
+    try:
+        return __import__(module)
+    except ImportError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"{module} is required in CI (install the oracle extra): {exc}")
+        pytest.skip(f"{module} not installed (pip install '.[oracle]')")

@@ -1,0 +1,147 @@
+"""Every rule, violated and satisfied, over facts (the form both the calculator and the linter
+use), plus end-to-end checks that a spec error points at the spec's line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generator.plan.plan import PlanError
+from generator.rules import RULES, Fact, run_rules
+
+from .helpers import plan_of, spec_dict
+
+# code -> (facts that break the rule, facts that satisfy it, a fragment of the message)
+CASES: dict[str, tuple[dict, dict, str]] = {
+    "GL001": ({"world_size": 250, "tp": 4, "pp": 2, "cp": 1}, {"world_size": 256, "tp": 4, "pp": 2, "cp": 1},
+              "world size 250 is not divisible by tp 4 × pp 2 × cp 1 = 8; use a world of 248 or 256 GPUs"),
+    "GL002": ({"dp_given": 16, "world_size": 256, "tp": 4, "pp": 2, "cp": 1},
+              {"dp_given": 32, "world_size": 256, "tp": 4, "pp": 2, "cp": 1},
+              "dp 16 does not match world 256 / (tp 4 × pp 2 × cp 1) = 32"),
+    "GL003": ({"global_batch_size": 1000, "dp": 32, "micro_batch_size": 16},
+              {"global_batch_size": 1024, "dp": 32, "micro_batch_size": 16},
+              "global batch 1000 is not divisible by micro 16 × dp 32 = 512; use 512 or 1024"),
+    "GL004": ({"global_batch_size": 4000, "micro_batch_size": 16, "gradient_accumulation_steps": 8, "dp": 32},
+              {"global_batch_size": 4096, "micro_batch_size": 16, "gradient_accumulation_steps": 8, "dp": 32},
+              "global batch 4000 != micro 16 × accumulation 8 × dp 32 = 4096"),
+    "GL005": ({"tokens_per_step": 4_000_000, "global_batch_size": 2048, "seq_length": 2048},
+              {"tokens_per_step": 4_194_304, "global_batch_size": 2048, "seq_length": 2048},
+              "tokens_per_step 4,000,000 != global batch 2048 × seq_length 2048 = 4,194,304"),
+    "GL006": ({"world_size": 8, "ep": 8, "etp": 1, "pp": 4}, {"world_size": 32, "ep": 8, "etp": 1, "pp": 4},
+              "world size 8 is not divisible by etp 1 × ep 8 × pp 4 = 32"),
+    "GL007": ({"num_experts": 8, "ep": 3}, {"num_experts": 8, "ep": 4},
+              "num_experts 8 is not divisible by ep 3; use ep in [1, 2, 4, 8]"),
+    "GL008": ({"ep": 2, "num_experts": None}, {"ep": 2, "num_experts": 8}, "ep 2 needs model.num_experts"),
+    "GL009": ({"warmup_iters": 100, "train_iters": 100}, {"warmup_iters": 99, "train_iters": 100},
+              "warmup of 100 iterations is not shorter than the run of 100 iterations"),
+    "GL010": ({"vpp": 2, "pp": 4, "gradient_accumulation_steps": 6}, {"vpp": 2, "pp": 4, "gradient_accumulation_steps": 8},
+              "with vpp 2, 6 micro-batches per step must be a multiple of pp 4; use accumulation 4 or 8"),
+    "GL011": ({"vpp": 2, "pp": 1}, {"vpp": 2, "pp": 2}, "vpp 2 needs pp > 1"),
+    "GL012": ({"global_batch_size": 64}, {"global_batch_size": 64, "micro_batch_size": 2},
+              "global_batch_size does not determine the batch"),
+    "GL013": ({"tokens_per_step_target": 1_000_000, "global_batch_size": 1024, "seq_length": 2048},
+              {"tokens_per_step_target": 2_000_000, "global_batch_size": 1024, "seq_length": 2048},
+              "tokens_per_step target 1,000,000 is unreachable"),
+    "GL101": ({"zero_stage": 2, "pp": 2, "framework": "megatron-deepspeed"},
+              {"zero_stage": 1, "pp": 2, "framework": "megatron-deepspeed"},
+              "zero_stage 2 is incompatible with DeepSpeed pipeline parallelism (pp 2)"),
+    "GL102": ({"tp": 2, "framework": "deepspeed"}, {"tp": 2, "framework": "megatron-deepspeed"},
+              "tp 2 needs Megatron's tensor-parallel layers"),
+    "GL103": ({"precision": "fp16", "gpu": "cpu"}, {"precision": "bf16", "gpu": "cpu"},
+              "precision fp16 is not supported on the cpu preset"),
+    "GL104": ({"warmup_iters": 1, "framework": "deepspeed"}, {"warmup_iters": 2, "framework": "deepspeed"},
+              "DeepSpeed's schedulers warm up for at least 2 steps"),
+    "GL201": ({"num_attention_heads": 100, "tp": 8}, {"num_attention_heads": 96, "tp": 8},
+              "num_attention_heads 100 is not divisible by tp 8; use tp 5 or 10"),
+    "GL202": ({"num_query_groups": 3, "tp": 8}, {"num_query_groups": 2, "tp": 8},
+              "num_query_groups 3 is neither a multiple nor a divisor of tp 8"),
+    "GL203": ({"num_layers": 95, "pp": 16, "framework": "megatron-lm"},
+              {"num_layers": 95, "pp": 16, "framework": "megatron-deepspeed"},
+              "num_layers 95 is not divisible by pp 16; use pp 5 or 19"),
+    "GL204": ({"num_layers": 96, "pp": 16, "vpp": 4}, {"num_layers": 96, "pp": 16, "vpp": 3},
+              "num_layers 96 / pp 16 = 6 layers per stage is not divisible by vpp 4; use vpp in [2, 3, 6]"),
+    "GL205": ({"sequence_parallel": True, "tp": 1}, {"sequence_parallel": True, "tp": 2},
+              "sequence_parallel needs tp > 1"),
+    "GL206": ({"seq_length": 4098, "cp": 2, "framework": "megatron-lm"}, {"seq_length": 4096, "cp": 2, "framework": "megatron-lm"},
+              "seq_length 4098 is not divisible by 2 × cp 2 = 4; use seq_length 4096 or 4100"),
+    "GL207": ({"max_position_embeddings": 2048, "seq_length": 4096}, {"max_position_embeddings": 4096, "seq_length": 4096},
+              "max_position_embeddings 2048 is less than seq_length 4096"),
+    "GL208": ({"hidden_size": 12280, "num_attention_heads": 96}, {"hidden_size": 12288, "num_attention_heads": 96},
+              "hidden_size 12280 is not divisible by num_attention_heads 96"),
+    "GL209": ({"num_attention_heads": 32, "num_query_groups": 6}, {"num_attention_heads": 32, "num_query_groups": 8},
+              "num_attention_heads 32 is not divisible by num_query_groups 6"),
+    "GL210": ({"zero_stage": 1, "framework": "megatron-lm"}, {"zero_stage": 1, "framework": "megatron-deepspeed"},
+              "zero_stage 1 has no effect with megatron-lm"),
+    "GL211": ({"distributed_optimizer": True, "framework": "deepspeed"}, {"distributed_optimizer": True, "framework": "megatron-lm"},
+              "distributed_optimizer is a megatron-lm option"),
+    "GL212": ({"vpp": 2, "framework": "megatron-deepspeed"}, {"vpp": 2, "framework": "megatron-lm"},
+              "vpp 2 is not supported by megatron-deepspeed"),
+    "GL213": ({"moe_top_k": 3, "num_experts": 2}, {"moe_top_k": 2, "num_experts": 8}, "moe_top_k 3 exceeds num_experts 2"),
+    "GL214": ({"min_lr": 1e-3, "lr": 1e-4}, {"min_lr": 1e-5, "lr": 1e-4}, "min_lr 0.001 is greater than lr 0.0001"),
+    "GL215": ({"position_embedding": "alibi", "framework": "megatron-lm"},
+              {"position_embedding": "alibi", "framework": "megatron-deepspeed"},
+              "position_embedding alibi is not available in megatron-lm"),
+}
+
+
+def facts(values: dict) -> dict[str, Fact]:
+    return {k: Fact(v, f"x.yaml:{i + 1}") for i, (k, v) in enumerate(values.items())}
+
+
+def test_every_rule_has_cases_and_docs() -> None:
+    list(run_rules({}))
+    assert set(CASES) == set(RULES)
+    for rule in RULES.values():
+        assert rule.explanation and rule.summary and rule.name == rule.name.lower()
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_rule_fires_on_violation(code: str) -> None:
+    bad, _, fragment = CASES[code]
+    finding = RULES[code].run(facts(bad))
+    assert finding is not None, code
+    assert fragment in finding.message
+    assert finding.sources and finding.sources[0].startswith("x.yaml:")
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_rule_passes_when_satisfied(code: str) -> None:
+    _, good, _ = CASES[code]
+    assert RULES[code].run(facts(good)) is None
+
+
+def test_rule_waits_for_unknown_facts() -> None:
+    assert RULES["GL003"].run(facts({"global_batch_size": 1000})) is None
+
+
+# End to end: a spec breaking a rule gets the code, the values and the spec line.
+@pytest.mark.parametrize(
+    ("overrides", "code", "line_key"),
+    [
+        ({"cluster": {"nodes": 3, "gpus_per_node": 6}, "parallelism": {"tp": 4, "pp": 1}}, "GL001", "nodes"),
+        ({"model": {"num_attention_heads": 12}, "parallelism": {"tp": 8, "pp": 1}}, "GL201", "num_attention_heads"),
+        ({"model": {"num_layers": 7}}, "GL203", "num_layers"),
+        ({"parallelism": {"tp": 1, "pp": 1, "sequence_parallel": True}}, "GL205", "sequence_parallel"),
+        ({"parallelism": {"cp": 2, "pp": 1}, "model": {"seq_length": 2050, "max_position_embeddings": 4096}}, "GL206", "seq_length"),
+        ({"model": {"max_position_embeddings": 1024}}, "GL207", "max_position_embeddings"),
+        ({"parallelism": {"vpp": 3}}, "GL204", "num_layers"),
+        ({"parallelism": {"ep": 2}}, "GL008", "ep"),
+        ({"model": {"num_experts": 6}, "parallelism": {"ep": 4, "tp": 1, "pp": 1}}, "GL007", "num_experts"),
+        ({"framework": "megatron-deepspeed", "parallelism": {"zero_stage": 2}}, "GL101", "zero_stage"),
+        ({"parallelism": {"dp": 3}}, "GL002", "dp"),
+        ({"training": {"warmup": {"iters": 1000}}}, "GL009", "iters"),
+        ({"model": {"num_query_groups": 3}}, "GL209", "num_attention_heads"),
+    ],
+)
+def test_spec_errors_are_located(tmp_path: Path, overrides: dict, code: str, line_key: str) -> None:
+    data = spec_dict(**overrides)
+    with pytest.raises(PlanError) as err:
+        plan_of(tmp_path, data)
+    codes = [f.code for f in err.value.findings]
+    assert code in codes
+    finding = next(f for f in err.value.findings if f.code == code)
+    text = (tmp_path / "spec.yaml").read_text().splitlines()
+    file, line, _col = finding.sources[0].rsplit(":", 2)
+    assert file.endswith("spec.yaml")
+    assert line_key in text[int(line) - 1]
