@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Iterator
 from functools import cache
 from typing import Any
@@ -112,5 +113,19 @@ def _shown(value: Any) -> str:
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    """The closest choice by edit distance (ties: the longer common prefix), if any is close."""
+    close = difflib.get_close_matches(word, choices, n=len(choices), cutoff=0.6)
+    if not close:
+        return ""
+    best = min(close, key=lambda c: (_distance(word, c), -len(os.path.commonprefix([word, c]))))
+    return f"; did you mean {best!r}?"
+
+
+def _distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
