@@ -5,17 +5,7 @@ and reference/deepspeed.md §1)."""
 from __future__ import annotations
 
 from generator.rules.registry import rule
-
-
-def nearest_multiples(value: int, step: int) -> list[int]:
-    """The multiples of ``step`` just below and above ``value`` (positive ones only)."""
-    below = value // step * step
-    return [m for m in (below, below + step) if m > 0 and m != value]
-
-
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+from generator.rules.suggest import divisors, nearest_multiples, or_list
 
 
 def micro_alternatives(global_batch_size: int, micro_batch_size: int, dp: int) -> list[str]:
@@ -23,15 +13,10 @@ def micro_alternatives(global_batch_size: int, micro_batch_size: int, dp: int) -
     if global_batch_size % dp:
         return []
     per_rank = global_batch_size // dp
-    divisors = _divisors(per_rank)
-    lower = [d for d in divisors if d < micro_batch_size][-1:]
-    upper = [d for d in divisors if d > micro_batch_size][:1]
+    candidates = divisors(per_rank)
+    lower = [d for d in candidates if d < micro_batch_size][-1:]
+    upper = [d for d in candidates if d > micro_batch_size][:1]
     return [f"micro {m} with accumulation {per_rank // m}" for m in lower + upper]
-
-
-def _or(items: list) -> str:
-    items = [str(i) for i in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 @rule("GL001", "world-not-divisible",
@@ -45,7 +30,7 @@ def world_not_divisible(world_size: int, tp: int, pp: int, cp: int) -> str | Non
         return None
     worlds = nearest_multiples(world_size, model)
     return (f"world size {world_size} is not divisible by tp {tp} × pp {pp} × cp {cp} = {model}; "
-            f"use a world of {_or(worlds)} GPUs, or model-parallel sizes whose product divides "
+            f"use a world of {or_list(worlds)} GPUs, or model-parallel sizes whose product divides "
             f"{world_size}")
 
 
@@ -74,14 +59,14 @@ def global_not_divisible(global_batch_size: int, dp: int, micro_batch_size: int 
         alternatives = [str(m) for m in nearest_multiples(global_batch_size, step)]
         alternatives += micro_alternatives(global_batch_size, micro_batch_size, dp)
         return (f"global batch {global_batch_size} is not divisible by micro {micro_batch_size} × "
-                f"dp {dp} = {step}; use {_or(alternatives)}")
+                f"dp {dp} = {step}; use {or_list(alternatives)}")
     if gradient_accumulation_steps is not None:
         step = gradient_accumulation_steps * dp
         if global_batch_size % step == 0:
             return None
         return (f"global batch {global_batch_size} is not divisible by accumulation "
                 f"{gradient_accumulation_steps} × dp {dp} = {step}; use "
-                f"{_or(nearest_multiples(global_batch_size, step))}")
+                f"{or_list(nearest_multiples(global_batch_size, step))}")
     return None
 
 
@@ -123,7 +108,7 @@ def expert_grid(world_size: int, ep: int, etp: int, pp: int, num_experts: int | 
     if ep == 1 and etp == 1 or world_size % grid == 0:
         return None
     return (f"world size {world_size} is not divisible by etp {etp} × ep {ep} × pp {pp} = {grid} "
-            f"(the expert grid); use a world of {_or(nearest_multiples(world_size, grid))} GPUs "
+            f"(the expert grid); use a world of {or_list(nearest_multiples(world_size, grid))} GPUs "
             "or a smaller ep")
 
 
@@ -132,8 +117,7 @@ def experts_ep(num_experts: int, ep: int) -> str | None:
     """Megatron: ``Number of experts should be a multiple of expert model parallel_size.``"""
     if num_experts % ep == 0:
         return None
-    choices = [d for d in range(1, num_experts + 1) if num_experts % d == 0]
-    return f"num_experts {num_experts} is not divisible by ep {ep}; use ep in {choices}"
+    return f"num_experts {num_experts} is not divisible by ep {ep}; use ep in {divisors(num_experts)}"
 
 
 @rule("GL008", "ep-without-experts", "Expert parallelism (ep > 1) needs an MoE model.")
@@ -165,7 +149,7 @@ def interleaved_microbatches(vpp: int, pp: int, gradient_accumulation_steps: int
     if vpp == 1 or pp == 1 or (m >= pp and m % pp == 0):
         return None
     return (f"with vpp {vpp}, {m} micro-batches per step must be a multiple of pp {pp}; use "
-            f"accumulation {_or(nearest_multiples(m, pp) or [pp])}")
+            f"accumulation {or_list(nearest_multiples(m, pp) or [pp])}")
 
 
 @rule("GL011", "vpp-needs-pp", "Virtual pipeline stages need pipeline parallelism (pp > 1).")

