@@ -1,0 +1,100 @@
+"""README sections generated from their single sources (the schema, the rule registry, the
+explain output of the seed sample), so the documentation cannot drift.
+
+``python -m generator.docs README.md`` rewrites the marked sections; a test checks them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from generator.spec.schema import spec_schema
+
+
+def _type(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return " \\| ".join(f"`{v}`" for v in schema["enum"])
+    if "oneOf" in schema:
+        kinds = []
+        for alt in schema["oneOf"]:
+            if alt.get("type") == "object":
+                kinds.append("{" + ", ".join(alt["properties"]) + "}")
+            elif alt.get("type") == "string" and "pattern" in alt:
+                kinds.append("string" if "%" not in alt["pattern"] else "percent")
+            else:
+                kinds.append(str(alt.get("type")))
+        return " \\| ".join(dict.fromkeys(kinds))
+    kind = schema.get("type", "")
+    if isinstance(kind, list):
+        return " \\| ".join(kind)
+    if kind == "array":
+        return f"list of {schema['items'].get('type', 'value')}"
+    return kind
+
+
+def _default(schema: dict[str, Any]) -> str:
+    if "default" not in schema or schema["default"] in ({}, None) and schema.get("type") == "object":
+        return ""
+    return f"`{json.dumps(schema['default'])}`"
+
+
+def spec_reference() -> str:
+    schema = spec_schema()
+    required = set(schema["required"])
+    lines = ["| field | type | default | meaning |", "|---|---|---|---|"]
+    for key, sub in schema["properties"].items():
+        mark = " (required)" if key in required else ""
+        if sub.get("type") == "object" and "properties" in sub:
+            lines.append(f"| **`{key}`**{mark} | section | | {_md(sub['description'])} |")
+            for name, field in sub["properties"].items():
+                req = " (required)" if name in sub.get("required", []) else ""
+                lines.append(f"| `{key}.{name}`{req} | {_type(field)} | {_default(field)} | "
+                             f"{_md(field['description'])} |")
+        else:
+            lines.append(f"| `{key}`{mark} | {_type(sub)} | {_default(sub)} | {_md(sub['description'])} |")
+    return "\n".join(lines)
+
+
+def rule_table() -> str:
+    from generator.rules import RULES, run_rules
+
+    list(run_rules({}))
+    lines = ["| code | name | check |", "|---|---|---|"]
+    lines += [f"| `{r.code}` | `{r.name}` | {r.summary} |" for r in RULES.values()]
+    return "\n".join(lines)
+
+
+def seed_explain() -> str:
+    from generator.explain import explain_text
+    from generator.plan.plan import resolve
+    from generator.spec.model import load_spec
+
+    root = Path(__file__).resolve().parent.parent
+    sample = "samples/seed-pretrain-256.yaml"
+    text = explain_text(resolve(load_spec(root / sample, sample)))
+    return f"```console\n$ gen-launch explain {sample}\n{text}```"
+
+
+def _md(text: str) -> str:
+    return text.replace("<", "&lt;").replace("|", "\\|")
+
+
+SECTIONS = {"spec-reference": spec_reference, "rules": rule_table, "seed-explain": seed_explain}
+
+
+def render_sections(text: str) -> str:
+    for name, produce in SECTIONS.items():
+        pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
+        if not pattern.search(text):
+            raise ValueError(f"README has no {name} markers")
+        text = pattern.sub(lambda m, p=produce: m.group(1) + p() + "\n" + m.group(2), text)
+    return text
+
+
+if __name__ == "__main__":
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    path.write_text(render_sections(path.read_text(encoding="utf-8")), encoding="utf-8")
