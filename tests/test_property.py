@@ -29,7 +29,7 @@ def valid_specs(draw) -> dict:
     # pick nodes so that nodes × gpus_per_node is a multiple of the model-parallel size
     nodes = world // gpus_per_node if world % gpus_per_node == 0 else world
     gpus_per_node = gpus_per_node if world % gpus_per_node == 0 else 1
-    heads = tp * draw(st.sampled_from([1, 2, 4]))
+    heads = tp * cp * draw(st.sampled_from([1, 2, 4]))
     micro = draw(st.integers(1, 8))
     accumulation = pp * draw(st.integers(1, 4)) if vpp > 1 else draw(st.integers(1, 16))
     zero = draw(st.sampled_from([0, 1] if pp > 1 else [0, 1, 2, 3]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from generator.rules.registry import rule
+from generator.rules.suggest import divisors
 
 
 @rule("GL101", "zero-with-pipeline", "ZeRO stage 2 and 3 cannot run with DeepSpeed's pipeline engine.")
@@ -43,3 +44,18 @@ def deepspeed_warmup(warmup_iters: int, framework: str) -> str | None:
         return None
     return (f"warmup of {warmup_iters} steps: DeepSpeed's schedulers warm up for at least 2 steps; "
             "set training.warmup to {iters: 2} or more")
+
+
+@rule("GL105", "ulysses-not-divisible",
+      "DeepSpeed-Ulysses splits the sequence and the heads over the sequence-parallel ranks.")
+def ulysses(seq_length: int, num_attention_heads: int, cp: int, framework: str) -> str | None:
+    """With plain DeepSpeed, cp is Ulysses' sequence_parallel_size: each rank holds
+    seq_length / cp tokens, and the all-to-all regroups them into num_attention_heads / cp heads,
+    so both must divide. Fix: a cp that divides both."""
+    if framework != "deepspeed" or cp == 1:
+        return None
+    if seq_length % cp == 0 and num_attention_heads % cp == 0:
+        return None
+    return (f"Ulysses sequence parallelism cp {cp} must divide seq_length {seq_length} and "
+            f"num_attention_heads {num_attention_heads}; use cp in "
+            f"{[d for d in divisors(num_attention_heads) if seq_length % d == 0]}")

@@ -21,6 +21,8 @@ class Fact:
 
 
 Facts = Mapping[str, Fact]
+_UNLOCATED = ("derived", "default", "plan")
+_CONTEXT = ("framework", "gpu")  # facts that select a rule rather than take part in it
 
 
 @dataclass(frozen=True)
@@ -29,10 +31,17 @@ class Finding:
     name: str
     severity: str
     message: str
-    sources: tuple[str, ...]
+    values: tuple[tuple[str, str], ...]  # (fact name, where its value came from), located first
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(source for _, source in self.values))
 
     def __str__(self) -> str:
-        return f"{self.sources[0] if self.sources else '-'}: {self.code} {self.message}"
+        located = [(n, s) for n, s in self.values if s not in _UNLOCATED and n not in _CONTEXT]
+        head = located[0][1] if located else (self.values[0][1] if self.values else "-")
+        origins = f" [{', '.join(f'{n} at {s}' for n, s in located)}]" if len(located) > 1 else ""
+        return f"{head}: {self.code} {self.message}{origins}"
 
 
 @dataclass(frozen=True)
@@ -57,11 +66,10 @@ class Rule:
         used = [n for n in (*self.needs, *self.optional) if facts.get(n) is not None
                 and facts[n].value is not None]
         located = sorted(used, key=lambda n: facts[n].source in _UNLOCATED)
-        sources = tuple(dict.fromkeys(facts[n].source for n in located))
-        return Finding(self.code, self.name, self.severity, message, sources)
+        values = tuple((n, facts[n].source) for n in located)
+        return Finding(self.code, self.name, self.severity, message, values)
 
 
-_UNLOCATED = ("derived", "default")
 
 
 RULES: dict[str, Rule] = {}
