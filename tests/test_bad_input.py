@@ -59,6 +59,9 @@ def one_located_line(stderr: str, path: Path, line: int | None = None) -> str:
         # exactly one run length
         (MINIMAL.replace("train_iters: 1000", "train_iters: 1000, train_tokens: 1B"), 7,
          "$.training: give exactly one of train_tokens, train_iters, train_samples"),
+        # Slurm and launch options
+        (MINIMAL + "slurm: {time: 2 days}\n", 8, "$.slurm.time: a Slurm time limit such as 2-00:00:00"),
+        (MINIMAL + "launch: {launcher: mpirun}\n", 8, "$.launch.launcher: 'mpirun' is not one of torchrun, deepspeed, srun"),
         # a name that would escape the output folder
         (MINIMAL.replace("name: t", "name: ../../etc"), 1, "$.name: a name uses only letters"),
         (MINIMAL.replace("name: t", "name: .."), 1, "$.name: a name uses only letters"),

@@ -142,7 +142,7 @@ def test_two_process_training_run(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     got = json.loads(result.read_text())
     assert got == {
-        "train_batch_size": 12, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3,
+        "world_size": 2, "train_batch_size": 12, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3,
         "dp": 2, "zero_stage": 2, "global_steps": 2, "scheduler": "WarmupCosineLR",
         "dtype": "torch.bfloat16",
     }

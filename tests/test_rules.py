@@ -85,6 +85,10 @@ CASES: dict[str, tuple[dict, dict, str]] = {
     "GL215": ({"position_embedding": "alibi", "framework": "megatron-lm"},
               {"position_embedding": "alibi", "framework": "megatron-deepspeed"},
               "position_embedding alibi is not available in megatron-lm"),
+    "GL301": ({"container_mounts": ("/a:/b",)}, {"container_image": "img", "container_mounts": ("/a:/b",)},
+              "container_mounts given without container_image"),
+    "GL302": ({"output": "logs/%j/out.txt"}, {"output": "logs/%x-%j.out"},
+              "logs/%j/out.txt puts a Slurm pattern in a folder name"),
 }
 
 
@@ -135,6 +139,7 @@ def test_rule_waits_for_unknown_facts() -> None:
         ({"parallelism": {"dp": 3}}, "GL002", "dp"),
         ({"training": {"warmup": {"iters": 1000}}}, "GL009", "iters"),
         ({"model": {"num_query_groups": 3}}, "GL209", "num_attention_heads"),
+        ({"slurm": {"container_workdir": "/w"}}, "GL301", "container_workdir"),
     ],
 )
 def test_spec_errors_are_located(tmp_path: Path, overrides: dict, code: str, line_key: str) -> None:

@@ -6,6 +6,7 @@ runs every rule over the plan's facts. Renderers only read the plan.
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +87,12 @@ class Plan:
     def min_lr_ratio(self) -> float:
         """min_lr / lr, the form DeepSpeed's WarmupCosineLR takes (cos_min_ratio)."""
         return self.spec.training.min_lr / self.spec.training.lr
+
+    @property
+    def log_dirs(self) -> tuple[str, ...]:
+        """Folders of the job's --output/--error files, which must exist before Slurm starts it."""
+        paths = (self.spec.slurm.output, self.spec.slurm.error)
+        return tuple(dict.fromkeys(d for p in paths if p and (d := posixpath.dirname(p))))
 
     @property
     def train_samples(self) -> int:
@@ -198,6 +205,8 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
                 "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
                 "position_embedding"):
         values[key] = (getattr(m, key), f"model.{key}")
+    for key in ("container_image", "container_mounts", "container_workdir", "output", "error"):
+        values[key] = (getattr(spec.slurm, key) or None, f"slurm.{key}")
     return {k: Fact(v, spec.where(where)) for k, (v, where) in values.items()}
 
 

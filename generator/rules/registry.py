@@ -3,7 +3,7 @@
 A *fact* is a value with the place it came from (``spec.yaml:12:5``, ``train.sh:41``). A rule
 names the facts it needs; it runs only when all of them are known, so the same rule works on a
 complete plan and on the partial facts read from hand-written scripts. Codes are stable:
-GL0xx batch and parallel arithmetic, GL1xx DeepSpeed, GL2xx Megatron-LM.
+GL0xx batch and parallel arithmetic, GL1xx DeepSpeed, GL2xx Megatron-LM, GL3xx Slurm.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def rule(code: str, name: str, summary: str, severity: str = "error"):
 
 
 def run_rules(facts: Facts, codes: list[str] | None = None) -> Iterator[Finding]:
-    from generator.rules import batch, deepspeed, megatron  # noqa: F401  (registers the rules)
+    from generator.rules import batch, deepspeed, megatron, slurm  # noqa: F401  (registers the rules)
 
     for code in codes or sorted(RULES):
         finding = RULES[code].run(facts)

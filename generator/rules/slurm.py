@@ -1,0 +1,34 @@
+"""GL3xx: Slurm job rules."""
+
+from __future__ import annotations
+
+from generator.rules.registry import rule
+
+
+@rule("GL301", "container-options-without-image",
+      "Container mounts or a container workdir need a container image.")
+def container_without_image(container_image: str | None = None,
+                            container_mounts: tuple[str, ...] | None = None,
+                            container_workdir: str | None = None) -> str | None:
+    """pyxis only applies --container-mounts and --container-workdir to a step that runs in a
+    container (--container-image); without one they are silently ignored or rejected by srun.
+    Fix: set slurm.container_image, or drop the other container options."""
+    if container_image or not (container_mounts or container_workdir):
+        return None
+    given = [n for n, v in (("container_mounts", container_mounts),
+                            ("container_workdir", container_workdir)) if v]
+    return f"{' and '.join(given)} given without container_image; set slurm.container_image or remove them"
+
+
+@rule("GL302", "pattern-in-log-directory",
+      "Slurm filename patterns (%j, %x, ...) belong in the file name, not in its folders.")
+def pattern_in_log_directory(output: str | None = None, error: str | None = None) -> str | None:
+    """Slurm opens --output/--error before the job starts and does not create folders, so a
+    folder named with a per-job pattern never exists and the job fails to launch
+    (JobLaunchFailure, "Could not open stdout file"). Fix: logs/%x-%j.out rather than
+    logs/%j/out."""
+    bad = [p for p in (output, error) if p and "%" in p.rpartition("/")[0]]
+    if not bad:
+        return None
+    return (f"{bad[0]} puts a Slurm pattern in a folder name; Slurm does not create folders: "
+            "keep the patterns in the file name, e.g. logs/%x-%j.out")

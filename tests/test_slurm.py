@@ -1,0 +1,186 @@
+"""Real Slurm: every sample's launch.sbatch passes `sbatch --test-only` on a 128-node simulated
+cluster, and three end-to-end jobs run on two simulated nodes: torchrun and the DeepSpeed
+launcher training with DeepSpeed on CPU (the cpu sample), and the srun style (one task per
+process) that Megatron-LM uses. Start the cluster with `scripts/slurm-cluster.sh start`
+(.ci/run does); without it these tests skip locally and fail in CI."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.plan.plan import resolve
+from generator.render import render_all
+from generator.spec.model import load_spec
+
+from .conftest import ROOT, SAMPLES
+
+pytestmark = pytest.mark.slurm
+JOB_TIMEOUT_S = 240
+HOSTILE_ARGS = ["$(touch pwned)", "`touch pwned`", "a; touch pwned", "it's \"quoted\"", "new\nline", "*"]
+
+
+def _cluster_up() -> str | None:
+    if shutil.which("sbatch") is None:
+        return "Slurm is not installed"
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, check=False)
+    return None if "is UP" in ping.stdout else "slurmctld is not running"
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    problem = _cluster_up()
+    if problem:
+        message = f"{problem}; start the test cluster with scripts/slurm-cluster.sh start"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def write_files(spec_path: Path, folder: Path, display: str | None = None) -> dict:
+    plan = resolve(load_spec(spec_path, display))
+    files = render_all(plan)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return json.loads(files["plan.json"])
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
+def test_sbatch_test_only(slurm, sample: Path, tmp_path: Path) -> None:
+    write_files(sample, tmp_path, f"samples/{sample.name}")
+    proc = subprocess.run(["sbatch", "--test-only", "launch.sbatch"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "to start at" in proc.stderr
+
+
+def test_sbatch_test_only_can_fail(slurm, tmp_path: Path) -> None:
+    """The oracle refuses what the cluster cannot run: 200 nodes on a 128-node cluster."""
+    data = yaml.safe_load((ROOT / "samples" / "cpu-tiny.yaml").read_text())
+    data["cluster"]["nodes"] = 200
+    spec = tmp_path / "big.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    write_files(spec, tmp_path / "out")
+    proc = subprocess.run(["sbatch", "--test-only", "launch.sbatch"], cwd=tmp_path / "out",
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode != 0
+
+
+def submit(workdir: Path, script: Path, directly: bool = False) -> str:
+    """``sbatch --parsable SCRIPT``, or ``bash SCRIPT --parsable``: the script then creates its
+    log folder and submits itself."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("SLURM_JOB_ID", None)
+    command = ["bash", str(script), "--parsable"] if directly else ["sbatch", "--parsable", str(script)]
+    proc = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, check=True)
+    return proc.stdout.strip().split(";")[0]
+
+
+def wait(job: str) -> tuple[str, str]:
+    """Poll every 0.25 s (sbatch --wait polls after 2, 8, then every 32 s)."""
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        info = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True,
+                              text=True, check=False).stdout
+        state = re.search(r"JobState=(\w+)", info)
+        if state and state.group(1) not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING",
+                                             "SUSPENDED", "REQUEUED", "RESIZING"):
+            return state.group(1), re.search(r"ExitCode=(\S+)", info).group(1)
+        time.sleep(0.25)
+    subprocess.run(["scancel", job], check=False)
+    pytest.fail(f"job {job} did not finish within {JOB_TIMEOUT_S} s")
+
+
+def result_of(output: Path) -> dict:
+    text = output.read_text(encoding="utf-8", errors="replace")
+    found = re.findall(r"^gen-launch-result: (.*)$", text, re.M)
+    assert found, text[-4000:]
+    return json.loads(found[-1])
+
+
+def variant(tmp_path: Path, name: str, **changes) -> Path:
+    data = yaml.safe_load((ROOT / "samples" / "cpu-tiny.yaml").read_text())
+    data["name"] = name
+    for section, values in changes.items():
+        if isinstance(values, dict):
+            data.setdefault(section, {}).update(values)
+        else:
+            data[section] = values
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def jobs(slurm, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Submit the three end-to-end jobs at once (distinct MASTER_PORTs) and wait for all."""
+    work = tmp_path_factory.mktemp("slurm-e2e")
+    (work / "tests").symlink_to(ROOT / "tests")  # entry points are relative to the submit dir
+    specs = {
+        "cpu-tiny": ROOT / "samples" / "cpu-tiny.yaml",
+        "cpu-deepspeed": variant(work, "cpu-deepspeed", launch={"launcher": "deepspeed"}),
+        "cpu-srun": variant(
+            work, "cpu-srun", framework="megatron-lm",
+            parallelism={"tp": 2, "zero_stage": None},
+            launch={"launcher": "srun", "python": sys.executable,
+                    "entrypoint": "tests/oracle/rank_check.py", "extra_args": HOSTILE_ARGS}),
+    }
+    plans, submitted = {}, {}
+    for name, spec in specs.items():
+        plans[name] = write_files(spec, work / "launch" / name)
+        # the first job submits itself (creating logs/), the others go through sbatch
+        submitted[name] = submit(work, work / "launch" / name / "launch.sbatch", directly=not submitted)
+    results = {}
+    for name, job in submitted.items():
+        state, exit_code = wait(job)
+        output = work / "logs" / f"{name}-{job}.out"
+        results[name] = {"state": state, "exit": exit_code, "output": output, "plan": plans[name]}
+    results["workdir"] = work
+    return results
+
+
+def assert_completed(job: dict) -> None:
+    log = job["output"].read_text(errors="replace")[-4000:] if job["output"].exists() else "(no output)"
+    assert (job["state"], job["exit"]) == ("COMPLETED", "0:0"), log
+
+
+@pytest.mark.parametrize("name", ["cpu-tiny", "cpu-deepspeed"])
+def test_deepspeed_training_job_matches_the_plan(jobs: dict, name: str) -> None:
+    """torchrun (c10d) and the DeepSpeed launcher on 2 nodes × 2 processes: the engine's batch
+    values equal the plan (the entry point also checks them itself and would fail the job)."""
+    job = jobs[name]
+    assert_completed(job)
+    got, plan = result_of(job["output"]), job["plan"]
+    assert got["world_size"] == plan["cluster"]["world_size"] == 4
+    assert got["dp"] == plan["parallelism"]["dp"]
+    assert got["train_batch_size"] == plan["batch"]["global_batch_size"] == 24
+    assert got["train_micro_batch_size_per_gpu"] == plan["batch"]["micro_batch_size"]
+    assert got["gradient_accumulation_steps"] == plan["batch"]["gradient_accumulation_steps"]
+    assert got["zero_stage"] == plan["parallelism"]["zero_stage"]
+    assert got["global_steps"] == 2
+
+
+def test_srun_job_sets_ranks_for_megatron(jobs: dict) -> None:
+    """srun, one task per process: RANK/LOCAL_RANK/WORLD_SIZE from Slurm, both nodes used, the
+    Megatron batch arguments consistent, and hostile extra arguments passed through literally."""
+    job = jobs["cpu-srun"]
+    assert_completed(job)
+    got, plan = result_of(job["output"]), job["plan"]
+    assert got["world_size"] == plan["cluster"]["world_size"] == 4
+    assert got["hosts"] == ["node1", "node2"]
+    assert got["dp"] == plan["parallelism"]["dp"] == 2
+    assert got["micro_batch_size"] == plan["batch"]["micro_batch_size"]
+    assert got["global_batch_size"] == plan["batch"]["global_batch_size"]
+    assert got["num_microbatches"] == plan["batch"]["gradient_accumulation_steps"]
+    assert got["other_args"][-len(HOSTILE_ARGS):] == HOSTILE_ARGS
+    assert not (jobs["workdir"] / "pwned").exists()
