@@ -103,8 +103,7 @@ def generate(
             raise UserError(f"--target {target.value}: framework {plan.framework} does not use "
                             f"{ARTIFACTS[target.value][0]}; choose one of {', '.join(used)} or all")
         files = render_all(plan)
-        for note in plan.notes:
-            typer.echo(f"note: {note}", err=True)
+        _report(plan)
         if target is not Target.all:
             name = ARTIFACTS[target.value][0]
             if out is None:
@@ -115,6 +114,13 @@ def generate(
         _write(folder, files)
 
     _guarded(run)
+
+
+def _report(plan) -> None:
+    for warning in plan.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    for note in plan.notes:
+        typer.echo(f"note: {note}", err=True)
 
 
 def _write(folder: Path, files: dict[str, str]) -> None:

@@ -36,4 +36,6 @@ def explain_text(plan: Plan) -> str:
     ]
     if plan.notes:
         lines += ["", "Roundings", *(f"  - {note}" for note in plan.notes)]
+    if plan.warnings:
+        lines += ["", "Warnings", *(f"  - {warning}" for warning in plan.warnings)]
     return "\n".join(lines) + "\n"

@@ -66,29 +66,39 @@ def test_sbatch_is_valid_bash(sample: Path, tmp_path: Path) -> None:
     subprocess.run(["bash", "-n", "launch.sbatch"], cwd=tmp_path, check=True)
 
 
-HOSTILE = ["$(touch pwned)", "`touch pwned`", "'; touch pwned; '", "a b", "--x=\"y\"", "*", "$HOME"]
+HOSTILE = ["$(touch pwned)", "`touch pwned`", "'; touch pwned; '", "a b", "--x=\"y\"", "*", "$HOME",
+           "line\n touch pwned"]
+ENV_VALUE = "$(touch pwned) 'q'\n`touch pwned`"
 
 
 def test_spec_values_cannot_inject(tmp_path: Path) -> None:
+    """Run the whole generated script with bash (srun and scontrol stubbed): every hostile
+    value reaches the program, and its environment, literally."""
     data = spec_dict(launch={"extra_args": HOSTILE, "entrypoint": "train $(touch pwned).py",
-                             "env": {"NCCL_X": "$(touch pwned) 'q'"}},
+                             "env": {"NCCL_X": ENV_VALUE}},
                      slurm={"container_image": "img; touch pwned",
                             "container_mounts": ["/a:/b", "$(touch pwned)"]})
-    plan = plan_of(tmp_path, data)
-    files = render.render_all(plan)
-    work = tmp_path / "run"
+    files = render.render_all(plan_of(tmp_path, data))
+    work, stubs = tmp_path / "run", tmp_path / "bin"
     work.mkdir()
-    script = files["launch.sbatch"]
-    # evaluate exactly the lines that carry spec values, as the batch shell would
-    lines = [line for line in script.splitlines()
-             if line.startswith(("EXTRA_ARGS=(", "export NCCL_X="))]
-    out = bash("\n".join(lines) + '\nprintf "%s\\n" "${EXTRA_ARGS[@]}" "$NCCL_X"', work)
-    assert out.splitlines() == [*HOSTILE, "$(touch pwned) 'q'"]
-    srun = script[script.index("srun "):]
-    out = bash("srun() { printf '%s\\n' \"$@\"; }\nTRAIN_ARGS=()\nEXTRA_ARGS=()\n" + srun, work)
-    assert "--container-image=img; touch pwned" in out.splitlines()
-    assert "train $(touch pwned).py" in out.splitlines()
-    assert not (work / "pwned").exists()
+    stubs.mkdir()
+    for name, text in files.items():
+        (work / name).write_text(text)
+    (stubs / "srun").write_text('#!/bin/bash\nprintf "%s\\0" "$@" > srun.args\n'
+                                'printf "%s" "$NCCL_X" > srun.env\n')
+    (stubs / "scontrol").write_text("#!/bin/bash\necho node1\n")
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_NNODES": "2",
+           "SLURM_JOB_NODELIST": "node[1-2]", "GEN_LAUNCH_DIR": str(work)}
+    subprocess.run(["bash", "launch.sbatch"], cwd=work, env=env, check=True)
+    args = (work / "srun.args").read_text().split("\0")[:-1]
+    assert args[-len(HOSTILE):] == HOSTILE
+    assert "train $(touch pwned).py" in args
+    assert "--container-image=img; touch pwned" in args
+    assert "--container-mounts=/a:/b,$(touch pwned)" in args
+    assert (work / "srun.env").read_text() == ENV_VALUE
+    assert not (work / "pwned").exists() and not (tmp_path / "pwned").exists()
 
 
 def test_readback_catches_a_drifted_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

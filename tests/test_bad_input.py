@@ -152,7 +152,7 @@ def test_no_traceback_from_the_console_script(write_spec) -> None:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert "GL001 world size 16 is not divisible by tp 3 × pp 2 × cp 1 = 6" in proc.stderr
+    assert "GL003 world size 16 is not divisible by tp 3 × pp 2 × cp 1 = 6" in proc.stderr
 
 
 @pytest.mark.parametrize("value", ["'x\\ny'", "'a b'", "\"$(reboot)\""])

@@ -55,7 +55,7 @@ def test_token_target_too_far_is_refused(tmp_path: Path) -> None:
     data = with_batch({"tokens_per_step": "1.5Mi", "micro_batch_size": 64})
     with pytest.raises(PlanError) as err:
         plan_of(tmp_path, data)
-    assert "GL013" in str(err.value)
+    assert "GL019" in str(err.value)
     assert "tokens_per_step target 1,572,864 is unreachable" in str(err.value)
 
 
@@ -68,7 +68,7 @@ def test_insufficient_subsets(tmp_path: Path, batch: dict) -> None:
     data = with_batch(batch)
     with pytest.raises(PlanError) as err:
         plan_of(tmp_path, data)
-    assert "GL012" in str(err.value) and "does not determine the batch" in str(err.value)
+    assert "GL018" in str(err.value) and "does not determine the batch" in str(err.value)
 
 
 def test_not_divisible_names_every_factor_and_alternatives(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_not_divisible_names_every_factor_and_alternatives(tmp_path: Path) -> No
     with pytest.raises(PlanError) as err:
         plan_of(tmp_path, data)
     message = str(err.value)
-    assert "GL003 global batch 1000 is not divisible by micro 16 × dp 32 = 512; use 512 or 1024" in message
+    assert "GL002 global batch 1000 is not divisible by micro 16 × dp 32 = 512; use 512 or 1024" in message
     assert message.startswith(f"{tmp_path / 'spec.yaml'}:")
 
 
@@ -98,7 +98,7 @@ def test_disagreeing_values(tmp_path: Path) -> None:
                                       "global_batch_size": 128})
     with pytest.raises(PlanError) as err:
         plan_of(tmp_path, data)
-    assert "GL004 global batch 128 != micro 4 × accumulation 2 × dp 8 = 64" in str(err.value)
+    assert "GL001 global batch 128 != micro 4 × accumulation 2 × dp 8 = 64" in str(err.value)
 
 
 def test_tokens_disagreeing_with_batch(tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ def test_tokens_disagreeing_with_batch(tmp_path: Path) -> None:
                                       "tokens_per_step": "4M"})
     with pytest.raises(PlanError) as err:
         plan_of(tmp_path, data)
-    assert "GL005 tokens_per_step 4,000,000 != global batch 64 × seq_length 2048 = 131,072" in str(err.value)
+    assert "GL014 tokens_per_step 4,000,000 != global batch 64 × seq_length 2048 = 131,072" in str(err.value)
 
 
 def test_global_and_accumulation_not_divisible(tmp_path: Path) -> None:

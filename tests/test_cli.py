@@ -84,8 +84,8 @@ def test_schema_command_prints_the_schema() -> None:
 
 def test_rules_command() -> None:
     listing = runner.invoke(app, ["rules"])
-    assert listing.exit_code == 0 and "GL003  global-batch-not-divisible" in listing.stdout
-    one = runner.invoke(app, ["rules", "gl003"])
+    assert listing.exit_code == 0 and "GL002  global-batch-not-divisible" in listing.stdout
+    one = runner.invoke(app, ["rules", "gl002"])
     assert one.exit_code == 0 and "microbatch calculator" in one.stdout
     assert runner.invoke(app, ["rules", "GL999"]).exit_code == 2
 

@@ -1,7 +1,7 @@
 """Solve the batch triple (micro, accumulation, global) from any sufficient subset.
 
 Only values that follow exactly are filled in. A subset that does not divide, does not suffice
-(GL012) or misses its token target by more than 10% (GL013) is left for the rules to report with
+(GL018) or misses its token target by more than 10% (GL019) is left for the rules to report with
 every factor. Choosing a global batch for a token target is the one rounding, and it is reported.
 """
 

@@ -61,6 +61,7 @@ class Plan:
     cuda_device_max_connections_1: bool
     batch_how: str
     notes: tuple[str, ...]
+    warnings: tuple[Finding, ...]
     derivation: tuple[str, ...]
 
     @property
@@ -175,6 +176,7 @@ class Plan:
                        "cuda_device_max_connections_1": self.cuda_device_max_connections_1},
             "derivation": list(self.derivation),
             "notes": list(self.notes),
+            "warnings": [str(w) for w in self.warnings],
         }
 
 
@@ -236,7 +238,8 @@ def resolve(spec: Spec) -> Plan:
                          if getattr(spec.training, k) is not None)
             facts["train_iters"] = Fact(schedule.train_iters, spec.where(f"training.{given}"))
             facts["warmup_iters"] = Fact(schedule.warmup_iters, spec.where("training.warmup"))
-    errors = [f for f in run_rules(facts) if f.severity == "error"]
+    findings = list(run_rules(facts))
+    errors = [f for f in findings if f.severity == "error"]
     if errors:
         raise PlanError(errors)
     if solved is None or schedule is None or dp is None:  # a rule should have said why
@@ -257,6 +260,7 @@ def resolve(spec: Spec) -> Plan:
             and gpu["nvidia_cc"] is not None and gpu["nvidia_cc"] < 10),
         batch_how=solved.how,
         notes=tuple(n for n in (solved.rounding, *schedule.notes) if n),
+        warnings=tuple(f for f in findings if f.severity != "error"),
         derivation=_derivation(spec, world, dp, solved, schedule),
     )
 

@@ -1,6 +1,6 @@
 """GL0xx: world, data-parallel and batch arithmetic (Megatron validate_args, the microbatch
 calculator and DeepSpeed's _batch_assertion agree on these; see reference/megatron.md §1-2, §13
-and reference/deepspeed.md §1)."""
+and reference/deepspeed.md §1). Codes GL001-GL012 are the linter's contract."""
 
 from __future__ import annotations
 
@@ -19,33 +19,22 @@ def micro_alternatives(global_batch_size: int, micro_batch_size: int, dp: int) -
     return [f"micro {m} with accumulation {per_rank // m}" for m in lower + upper]
 
 
-@rule("GL001", "world-not-divisible",
-      "The world size must be divisible by tp × pp × cp (the model-parallel size).")
-def world_not_divisible(world_size: int, tp: int, pp: int, cp: int) -> str | None:
-    """Megatron computes dp = world / (tp × pp × cp) and asserts the division is exact
-    (``world size (W) is not divisible by total_model_size``). Fix: change the node count or the
-    model-parallel sizes so that the product divides the number of GPUs."""
-    model = tp * pp * cp
-    if world_size % model == 0:
+@rule("GL001", "batch-mismatch", "train batch = micro × accumulation × dp must hold exactly.")
+def batch_mismatch(global_batch_size: int, micro_batch_size: int, gradient_accumulation_steps: int,
+                   dp: int) -> str | None:
+    """DeepSpeed: ``train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step *
+    world_size``. When the three numbers are written in different places they drift apart and the
+    run either crashes at start-up or trains with a batch other than the one written down. Fix:
+    give any two of them and let the third be derived."""
+    product = micro_batch_size * gradient_accumulation_steps * dp
+    if product == global_batch_size:
         return None
-    worlds = nearest_multiples(world_size, model)
-    return (f"world size {world_size} is not divisible by tp {tp} × pp {pp} × cp {cp} = {model}; "
-            f"use a world of {or_list(worlds)} GPUs, or model-parallel sizes whose product divides "
-            f"{world_size}")
+    return (f"global batch {global_batch_size} != micro {micro_batch_size} × accumulation "
+            f"{gradient_accumulation_steps} × dp {dp} = {product}; give two of the three and let "
+            "the third be derived")
 
 
-@rule("GL002", "dp-mismatch", "A data-parallel size written down must equal world / (tp × pp × cp).")
-def dp_mismatch(dp_given: int, world_size: int, tp: int, pp: int, cp: int) -> str | None:
-    """dp is never an input to the frameworks: they derive it. A different value written in a
-    spec or a script is a stale copy. Fix: remove it, or change the sizes it came from."""
-    model = tp * pp * cp
-    if world_size % model or dp_given == world_size // model:
-        return None
-    return (f"dp {dp_given} does not match world {world_size} / (tp {tp} × pp {pp} × cp {cp}) = "
-            f"{world_size // model}; remove dp or set it to {world_size // model}")
-
-
-@rule("GL003", "global-batch-not-divisible",
+@rule("GL002", "global-batch-not-divisible",
       "The global batch must be a multiple of micro batch × dp (or accumulation × dp).")
 def global_not_divisible(global_batch_size: int, dp: int, micro_batch_size: int | None = None,
                          gradient_accumulation_steps: int | None = None) -> str | None:
@@ -70,22 +59,60 @@ def global_not_divisible(global_batch_size: int, dp: int, micro_batch_size: int 
     return None
 
 
-@rule("GL004", "batch-mismatch", "global batch = micro × accumulation × dp must hold exactly.")
-def batch_mismatch(global_batch_size: int, micro_batch_size: int, gradient_accumulation_steps: int,
-                   dp: int) -> str | None:
-    """DeepSpeed: ``train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step *
-    world_size``. When the three numbers are written in different files they drift apart and the
-    run either crashes at start-up or trains with a batch other than the one written down. Fix:
-    give any two of them and let the third be derived."""
-    product = micro_batch_size * gradient_accumulation_steps * dp
-    if product == global_batch_size:
+@rule("GL003", "world-not-divisible",
+      "The world size must be divisible by tp × pp × cp, and with experts by etp × ep × pp.")
+def world_not_divisible(world_size: int, tp: int, pp: int, cp: int, ep: int | None = None,
+                        etp: int | None = None) -> str | None:
+    """Megatron computes dp = world / (tp × pp × cp) and asserts the division is exact (``world
+    size (W) is not divisible by total_model_size``); megatron-core builds expert data-parallel
+    groups of world / (etp × ep × pp) (parallel folding, core ≥ 0.10) and raises ``world_size (W)
+    is not divisible by expert_tensor_model_pipeline_parallel size (N)``; EP need not divide dp.
+    Fix: change the node count or the parallel sizes."""
+    model = tp * pp * cp
+    if world_size % model:
+        return (f"world size {world_size} is not divisible by tp {tp} × pp {pp} × cp {cp} = "
+                f"{model}; use a world of {or_list(nearest_multiples(world_size, model))} GPUs, or "
+                f"parallel sizes whose product divides {world_size}")
+    ep, etp = ep or 1, etp or tp
+    grid = etp * ep * pp
+    if ep == 1 or world_size % grid == 0:
         return None
-    return (f"global batch {global_batch_size} != micro {micro_batch_size} × accumulation "
-            f"{gradient_accumulation_steps} × dp {dp} = {product}; give two of the three and let "
-            "gen-launch derive the third")
+    return (f"world size {world_size} is not divisible by etp {etp} × ep {ep} × pp {pp} = {grid} "
+            f"(the expert grid); use a world of {or_list(nearest_multiples(world_size, grid))} GPUs "
+            "or a smaller ep")
 
 
-@rule("GL005", "tokens-per-step-mismatch",
+@rule("GL011", "seq-not-divisible-by-2cp",
+      "With context parallelism the sequence length must be a multiple of 2 × cp.")
+def seq_cp(seq_length: int, cp: int, framework: str) -> str | None:
+    """Megatron: ``seq-length should be a multiple of 2 * context-parallel-size if
+    context-parallel-size > 1.`` (each rank takes two load-balanced chunks)."""
+    if cp == 1 or framework != "megatron-lm" or seq_length % (2 * cp) == 0:
+        return None
+    return (f"seq_length {seq_length} is not divisible by 2 × cp {cp} = {2 * cp}; use seq_length "
+            f"{or_list(nearest_multiples(seq_length, 2 * cp))}")
+
+
+@rule("GL012", "experts-not-divisible-by-ep", "The number of experts must be a multiple of ep.")
+def experts_ep(num_experts: int, ep: int) -> str | None:
+    """Megatron: ``Number of experts should be a multiple of expert model parallel_size.``"""
+    if num_experts % ep == 0:
+        return None
+    return f"num_experts {num_experts} is not divisible by ep {ep}; use ep in {divisors(num_experts)}"
+
+
+@rule("GL013", "dp-mismatch", "A data-parallel size written down must equal world / (tp × pp × cp).")
+def dp_mismatch(dp_given: int, world_size: int, tp: int, pp: int, cp: int) -> str | None:
+    """dp is never an input to the frameworks: they derive it. A different value written in a
+    spec or a script is a stale copy. Fix: remove it, or change the sizes it came from."""
+    model = tp * pp * cp
+    if world_size % model or dp_given == world_size // model:
+        return None
+    return (f"dp {dp_given} does not match world {world_size} / (tp {tp} × pp {pp} × cp {cp}) = "
+            f"{world_size // model}; remove dp or set it to {world_size // model}")
+
+
+@rule("GL014", "tokens-per-step-mismatch",
       "A tokens-per-step figure written down must equal global batch × sequence length.")
 def tokens_mismatch(tokens_per_step: int, global_batch_size: int, seq_length: int) -> str | None:
     """The token-level batch is what matters for convergence; a stated figure that differs from
@@ -97,30 +124,7 @@ def tokens_mismatch(tokens_per_step: int, global_batch_size: int, seq_length: in
             f"{seq_length} = {actual:,}; remove tokens_per_step or the value that fixes the batch")
 
 
-@rule("GL006", "expert-grid-not-divisible",
-      "With experts, the world must be divisible by etp × ep × pp (Megatron's expert grid).")
-def expert_grid(world_size: int, ep: int, etp: int, pp: int, num_experts: int | None = None) -> str | None:
-    """megatron-core (parallel folding, core ≥ 0.10) builds expert data-parallel groups of size
-    world / (etp × ep × pp) and raises ``world_size (W) is not divisible by
-    expert_tensor_model_pipeline_parallel size (N)``. EP need not divide dp. Fix: change ep, etp
-    or the world size."""
-    grid = etp * ep * pp
-    if ep == 1 and etp == 1 or world_size % grid == 0:
-        return None
-    return (f"world size {world_size} is not divisible by etp {etp} × ep {ep} × pp {pp} = {grid} "
-            f"(the expert grid); use a world of {or_list(nearest_multiples(world_size, grid))} GPUs "
-            "or a smaller ep")
-
-
-@rule("GL007", "experts-not-divisible-by-ep", "The number of experts must be a multiple of ep.")
-def experts_ep(num_experts: int, ep: int) -> str | None:
-    """Megatron: ``Number of experts should be a multiple of expert model parallel_size.``"""
-    if num_experts % ep == 0:
-        return None
-    return f"num_experts {num_experts} is not divisible by ep {ep}; use ep in {divisors(num_experts)}"
-
-
-@rule("GL008", "ep-without-experts", "Expert parallelism (ep > 1) needs an MoE model.")
+@rule("GL015", "ep-without-experts", "Expert parallelism (ep > 1) needs an MoE model.")
 def ep_without_experts(ep: int, num_experts: int | None = None) -> str | None:
     """Megatron: ``num_experts must be non None to use expert model parallelism``."""
     if ep == 1 or num_experts:
@@ -128,17 +132,7 @@ def ep_without_experts(ep: int, num_experts: int | None = None) -> str | None:
     return f"ep {ep} needs model.num_experts (a dense model has no experts); set ep to 1"
 
 
-@rule("GL009", "warmup-not-shorter-than-run", "LR warmup must be shorter than the run.")
-def warmup_too_long(warmup_iters: int, train_iters: int) -> str | None:
-    """Megatron's scheduler asserts warmup_steps < decay_steps; DeepSpeed's WarmupDecayLR only
-    warns and then never decays. Fix: a shorter warmup (1-5% of the run is usual)."""
-    if warmup_iters < train_iters:
-        return None
-    return (f"warmup of {warmup_iters} iterations is not shorter than the run of {train_iters} "
-            "iterations; use a warmup of 1-5% of the run")
-
-
-@rule("GL010", "interleaved-microbatches",
+@rule("GL016", "interleaved-microbatches",
       "With virtual pipeline stages the number of micro-batches must be a multiple of pp.")
 def interleaved_microbatches(vpp: int, pp: int, gradient_accumulation_steps: int) -> str | None:
     """Megatron's interleaved 1F1B schedule (default group size pp) needs M ≥ pp and M % pp == 0
@@ -152,7 +146,7 @@ def interleaved_microbatches(vpp: int, pp: int, gradient_accumulation_steps: int
             f"accumulation {or_list(nearest_multiples(m, pp) or [pp])}")
 
 
-@rule("GL011", "vpp-needs-pp", "Virtual pipeline stages need pipeline parallelism (pp > 1).")
+@rule("GL017", "vpp-needs-pp", "Virtual pipeline stages need pipeline parallelism (pp > 1).")
 def vpp_needs_pp(vpp: int, pp: int) -> str | None:
     """Megatron: ``When interleaved schedule is used, pipeline-model-parallel size should be
     greater than 1``."""
@@ -161,7 +155,7 @@ def vpp_needs_pp(vpp: int, pp: int) -> str | None:
     return f"vpp {vpp} needs pp > 1 (got pp {pp}); set vpp to 1 or use pipeline parallelism"
 
 
-@rule("GL012", "batch-underdetermined",
+@rule("GL018", "batch-underdetermined",
       "The batch needs micro + accumulation, global + micro, global + accumulation, or a "
       "tokens-per-step target + micro (or accumulation).")
 def batch_underdetermined(micro_batch_size: int | None = None,
@@ -183,7 +177,7 @@ def batch_underdetermined(micro_batch_size: int | None = None,
             "global_batch_size + gradient_accumulation_steps, or tokens_per_step + micro_batch_size")
 
 
-@rule("GL013", "tokens-per-step-unreachable",
+@rule("GL019", "tokens-per-step-unreachable",
       "No global batch within 10% of the tokens-per-step target is a multiple of micro × dp.")
 def tokens_unreachable(tokens_per_step_target: int, global_batch_size: int,
                        seq_length: int) -> str | None:

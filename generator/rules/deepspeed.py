@@ -6,7 +6,7 @@ from generator.rules.registry import rule
 from generator.rules.suggest import divisors
 
 
-@rule("GL101", "zero-with-pipeline", "ZeRO stage 2 and 3 cannot run with DeepSpeed's pipeline engine.")
+@rule("GL104", "zero-with-pipeline", "ZeRO stage 2 and 3 cannot run with DeepSpeed's pipeline engine.")
 def zero_pipeline(zero_stage: int, pp: int, framework: str) -> str | None:
     """DeepSpeed's PipelineEngine: ``ZeRO-2 and ZeRO-3 are incompatible with pipeline
     parallelism``. Megatron-DeepSpeed uses that engine whenever pp > 1."""
@@ -16,7 +16,7 @@ def zero_pipeline(zero_stage: int, pp: int, framework: str) -> str | None:
             f"(pp {pp}); use zero_stage 1 (or 0), or pp 1")
 
 
-@rule("GL102", "deepspeed-tensor-parallel",
+@rule("GL106", "deepspeed-tensor-parallel",
       "Plain DeepSpeed gets tensor parallelism from the model code, not from a size.")
 def deepspeed_tp(tp: int, framework: str) -> str | None:
     """With framework deepspeed the training script owns the model; a tp size here would only
@@ -26,7 +26,7 @@ def deepspeed_tp(tp: int, framework: str) -> str | None:
     return f"tp {tp} needs Megatron's tensor-parallel layers; use framework megatron-deepspeed or tp 1"
 
 
-@rule("GL103", "fp16-on-cpu", "DeepSpeed's CPU accelerator does not support fp16.")
+@rule("GL107", "fp16-on-cpu", "DeepSpeed's CPU accelerator does not support fp16.")
 def fp16_cpu(precision: str, gpu: str) -> str | None:
     """DeepSpeed on CPU: ``ValueError: Type fp16 is not supported on your device.``"""
     if precision != "fp16" or gpu != "cpu":
@@ -34,7 +34,7 @@ def fp16_cpu(precision: str, gpu: str) -> str | None:
     return "precision fp16 is not supported on the cpu preset; use bf16 or fp32"
 
 
-@rule("GL104", "deepspeed-warmup-too-short",
+@rule("GL108", "deepspeed-warmup-too-short",
       "DeepSpeed's LR schedulers need a warmup of at least 2 steps.")
 def deepspeed_warmup(warmup_iters: int, framework: str) -> str | None:
     """DeepSpeed 0.19 raises ``warmup_num_steps must be a positive integer`` for 0 and silently
@@ -46,7 +46,7 @@ def deepspeed_warmup(warmup_iters: int, framework: str) -> str | None:
             "set training.warmup to {iters: 2} or more")
 
 
-@rule("GL105", "ulysses-not-divisible",
+@rule("GL109", "ulysses-not-divisible",
       "DeepSpeed-Ulysses splits the sequence and the heads over the sequence-parallel ranks.")
 def ulysses(seq_length: int, num_attention_heads: int, cp: int, framework: str) -> str | None:
     """With plain DeepSpeed, cp is Ulysses' sequence_parallel_size: each rank holds

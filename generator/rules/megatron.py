@@ -1,78 +1,61 @@
-"""GL2xx: Megatron-LM model-shape and parallelism rules (reference/megatron.md §3-§10)."""
+"""Megatron-LM model-shape and parallelism rules (reference/megatron.md §3-§10): GL008-GL010
+of the linter's contract, and GL2xx."""
 
 from __future__ import annotations
 
 from generator.rules.registry import rule
-from generator.rules.suggest import divisors, nearest, nearest_multiples, or_list
+from generator.rules.suggest import divisors, nearest, or_list
 
 
-@rule("GL201", "heads-not-divisible-by-tp", "Attention heads must be a multiple of tp.")
-def heads_tp(num_attention_heads: int, tp: int) -> str | None:
+@rule("GL008", "heads-not-compatible-with-tp",
+      "Attention heads must be a multiple of tp; query groups a multiple or a divisor of tp.")
+def heads_tp(num_attention_heads: int, tp: int, num_query_groups: int | None = None) -> str | None:
     """megatron-core: ``num_attention_heads (100) must be a multiple of
-    tensor_model_parallel_size (8).``"""
-    if num_attention_heads % tp == 0:
+    tensor_model_parallel_size (8).`` and (≥ 0.16) ``num_query_groups (3) must be a multiple or
+    divisor of tensor_model_parallel_size (8).`` (≤ 0.15 required a multiple). Fix: a tp that
+    divides the heads."""
+    if num_attention_heads % tp:
+        return (f"num_attention_heads {num_attention_heads} is not divisible by tp {tp}; use tp "
+                f"{or_list(nearest(divisors(num_attention_heads), tp))}")
+    groups = num_query_groups or num_attention_heads
+    if groups % tp == 0 or tp % groups == 0:
         return None
-    return (f"num_attention_heads {num_attention_heads} is not divisible by tp {tp}; use tp "
-            f"{or_list(nearest(divisors(num_attention_heads), tp))}")
+    return (f"num_query_groups {groups} is neither a multiple nor a divisor of tp {tp}; use tp "
+            f"{or_list(nearest(divisors(groups), tp))}")
 
 
-@rule("GL202", "query-groups-vs-tp", "Query groups must be a multiple or a divisor of tp.")
-def groups_tp(num_query_groups: int, tp: int) -> str | None:
-    """megatron-core ≥ 0.16: ``num_query_groups (3) must be a multiple or divisor of
-    tensor_model_parallel_size (8).`` (≤ 0.15 required a multiple)."""
-    if num_query_groups % tp == 0 or tp % num_query_groups == 0:
-        return None
-    return (f"num_query_groups {num_query_groups} is neither a multiple nor a divisor of tp {tp}; "
-            f"use tp {or_list(nearest(divisors(num_query_groups), tp))}")
-
-
-@rule("GL203", "layers-not-divisible-by-pp", "Layers must divide evenly over pipeline stages.")
-def layers_pp(num_layers: int, pp: int, framework: str) -> str | None:
+@rule("GL009", "layers-not-divisible-by-pp",
+      "Layers must divide evenly over the pipeline stages and their virtual stages.")
+def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None) -> str | None:
     """Megatron-LM: ``Number of layers should be divisible by the pipeline-model-parallel size``
-    (megatron-core ≤ 0.9 silently dropped the remainder). Megatron-DeepSpeed's pipeline engine
-    balances layers itself, so the rule applies to megatron-lm only."""
-    if framework != "megatron-lm" or num_layers % pp == 0:
-        return None
-    return (f"num_layers {num_layers} is not divisible by pp {pp}; use pp "
-            f"{or_list(nearest(divisors(num_layers), pp))}")
-
-
-@rule("GL204", "layers-per-stage-not-divisible-by-vpp",
-      "Layers per pipeline stage must divide evenly over the virtual stages.")
-def layers_vpp(num_layers: int, pp: int, vpp: int) -> str | None:
-    """Megatron asserts ``number of layers per pipeline stage must be divisible number of layers
-    per virtual pipeline stage`` (at model build with --num-virtual-stages-per-pipeline-rank)."""
-    if vpp == 1 or num_layers % (pp * vpp) == 0:
+    (megatron-core ≤ 0.9 silently dropped the remainder), and with interleaving ``number of
+    layers per pipeline stage must be divisible number of layers per virtual pipeline stage``.
+    Megatron-DeepSpeed's pipeline engine balances layers itself, so this is megatron-lm only."""
+    if framework != "megatron-lm":
         return None
     if num_layers % pp:
-        return f"num_layers {num_layers} is not divisible by pp {pp} × vpp {vpp} = {pp * vpp}"
+        return (f"num_layers {num_layers} is not divisible by pp {pp}; use pp "
+                f"{or_list(nearest(divisors(num_layers), pp))}")
+    vpp = vpp or 1
     per_stage = num_layers // pp
-    choices = [d for d in divisors(per_stage) if d > 1] or [1]
+    if per_stage % vpp == 0:
+        return None
     return (f"num_layers {num_layers} / pp {pp} = {per_stage} layers per stage is not divisible "
-            f"by vpp {vpp}; use vpp in {choices}")
+            f"by vpp {vpp}; use vpp in {[d for d in divisors(per_stage) if d > 1] or [1]}")
 
 
-@rule("GL205", "sequence-parallel-needs-tp", "Sequence parallelism needs tp > 1.")
+@rule("GL010", "sequence-parallel-without-tp", "Sequence parallelism does nothing at tp 1.",
+      severity="warning")
 def sp_needs_tp(sequence_parallel: bool, tp: int) -> str | None:
-    """megatron-core: ``Cannot use sequence parallelism without tensor parallelism``
-    (Megatron-LM's CLI disables it with a warning)."""
+    """Megatron-LM's CLI disables it with ``Disabling sequence parallelism because tensor model
+    parallelism is disabled``; megatron-core's ModelParallelConfig raises ``Cannot use sequence
+    parallelism without tensor parallelism``. Fix: drop it, or use tp > 1."""
     if not sequence_parallel or tp > 1:
         return None
-    return "sequence_parallel needs tp > 1 (got tp 1); set sequence_parallel to false"
+    return "sequence_parallel has no effect at tp 1 (Megatron turns it off); remove it or use tp > 1"
 
 
-@rule("GL206", "seq-not-divisible-by-2cp",
-      "With context parallelism the sequence length must be a multiple of 2 × cp.")
-def seq_cp(seq_length: int, cp: int, framework: str) -> str | None:
-    """Megatron: ``seq-length should be a multiple of 2 * context-parallel-size if
-    context-parallel-size > 1.`` (each rank takes two load-balanced chunks)."""
-    if cp == 1 or framework != "megatron-lm" or seq_length % (2 * cp) == 0:
-        return None
-    return (f"seq_length {seq_length} is not divisible by 2 × cp {cp} = {2 * cp}; use seq_length "
-            f"{or_list(nearest_multiples(seq_length, 2 * cp))}")
-
-
-@rule("GL207", "max-position-below-seq", "max_position_embeddings must be at least seq_length.")
+@rule("GL205", "max-position-below-seq", "max_position_embeddings must be at least seq_length.")
 def max_pos(max_position_embeddings: int, seq_length: int) -> str | None:
     """Megatron: ``max_position_embeddings (P) must be greater than or equal to seq_length (S).``"""
     if max_position_embeddings >= seq_length:
@@ -81,7 +64,7 @@ def max_pos(max_position_embeddings: int, seq_length: int) -> str | None:
             f"{seq_length}; set max_position_embeddings to at least {seq_length}")
 
 
-@rule("GL208", "hidden-not-divisible-by-heads", "hidden_size must be a multiple of the heads.")
+@rule("GL206", "hidden-not-divisible-by-heads", "hidden_size must be a multiple of the heads.")
 def hidden_heads(hidden_size: int, num_attention_heads: int) -> str | None:
     """Megatron-LM asserts ``hidden_size % num_attention_heads == 0`` (bare assert) when
     --kv-channels is not given; megatron-core alone silently floors the head dimension."""
@@ -91,7 +74,7 @@ def hidden_heads(hidden_size: int, num_attention_heads: int) -> str | None:
             f"{num_attention_heads}; the head dimension would be {hidden_size / num_attention_heads:.2f}")
 
 
-@rule("GL209", "heads-not-divisible-by-groups", "Attention heads must be a multiple of query groups.")
+@rule("GL207", "heads-not-divisible-by-groups", "Attention heads must be a multiple of query groups.")
 def heads_groups(num_attention_heads: int, num_query_groups: int) -> str | None:
     """Grouped-query attention shares each key/value head among heads / groups query heads."""
     if num_attention_heads % num_query_groups == 0:
@@ -100,7 +83,7 @@ def heads_groups(num_attention_heads: int, num_query_groups: int) -> str | None:
             f"{num_query_groups}; use groups in {divisors(num_attention_heads)}")
 
 
-@rule("GL210", "zero-stage-with-megatron-lm", "zero_stage is a DeepSpeed setting.")
+@rule("GL208", "zero-stage-with-megatron-lm", "zero_stage is a DeepSpeed setting.")
 def zero_with_megatron(zero_stage: int, framework: str) -> str | None:
     """Megatron-LM has no ZeRO stages; its equivalent of ZeRO-1 is the distributed optimizer."""
     if framework != "megatron-lm" or zero_stage == 0:
@@ -109,7 +92,7 @@ def zero_with_megatron(zero_stage: int, framework: str) -> str | None:
             "distributed_optimizer: true for ZeRO-1-style sharding")
 
 
-@rule("GL211", "distributed-optimizer-with-deepspeed",
+@rule("GL209", "distributed-optimizer-with-deepspeed",
       "The Megatron distributed optimizer is megatron-lm only.")
 def dist_opt_with_deepspeed(distributed_optimizer: bool, framework: str) -> str | None:
     """With DeepSpeed the optimizer state is sharded by ZeRO (zero_stage)."""
@@ -119,7 +102,7 @@ def dist_opt_with_deepspeed(distributed_optimizer: bool, framework: str) -> str 
             "instead")
 
 
-@rule("GL212", "vpp-without-megatron-lm",
+@rule("GL210", "vpp-without-megatron-lm",
       "Virtual pipeline stages (interleaving) exist only in Megatron-LM's schedules.")
 def vpp_framework(vpp: int, framework: str) -> str | None:
     """DeepSpeed's pipeline engine (used by megatron-deepspeed and deepspeed) has no interleaved
@@ -129,7 +112,7 @@ def vpp_framework(vpp: int, framework: str) -> str | None:
     return f"vpp {vpp} is not supported by {framework}; set vpp to 1"
 
 
-@rule("GL213", "moe-top-k", "moe_top_k needs experts and may not exceed their number.")
+@rule("GL211", "moe-top-k", "moe_top_k needs experts and may not exceed their number.")
 def moe_top_k(moe_top_k: int, num_experts: int | None = None) -> str | None:
     """Each token is routed to top-k of num_experts experts."""
     if num_experts is None:
@@ -139,7 +122,7 @@ def moe_top_k(moe_top_k: int, num_experts: int | None = None) -> str | None:
     return f"moe_top_k {moe_top_k} exceeds num_experts {num_experts}"
 
 
-@rule("GL214", "min-lr-above-lr", "min_lr may not exceed lr.")
+@rule("GL212", "min-lr-above-lr", "min_lr may not exceed lr.")
 def min_lr_above_lr(min_lr: float, lr: float) -> str | None:
     """Megatron's scheduler asserts ``min_lr <= lr``."""
     if min_lr <= lr:
@@ -147,10 +130,20 @@ def min_lr_above_lr(min_lr: float, lr: float) -> str | None:
     return f"min_lr {min_lr} is greater than lr {lr}; use a min_lr below lr (often lr / 10)"
 
 
-@rule("GL215", "alibi-needs-megatron-deepspeed",
+@rule("GL213", "alibi-needs-megatron-deepspeed",
       "ALiBi position embeddings exist only in the Megatron-DeepSpeed (BigScience) code.")
 def alibi(position_embedding: str, framework: str) -> str | None:
     """megatron-core offers learned_absolute, rope and none."""
     if position_embedding != "alibi" or framework != "megatron-lm":
         return None
     return "position_embedding alibi is not available in megatron-lm; use rope or megatron-deepspeed"
+
+
+@rule("GL204", "warmup-not-shorter-than-run", "LR warmup must be shorter than the run.")
+def warmup_too_long(warmup_iters: int, train_iters: int) -> str | None:
+    """Megatron's scheduler asserts warmup_steps < decay_steps; DeepSpeed's WarmupDecayLR only
+    warns and then never decays. Fix: a shorter warmup (1-5% of the run is usual)."""
+    if warmup_iters < train_iters:
+        return None
+    return (f"warmup of {warmup_iters} iterations is not shorter than the run of {train_iters} "
+            "iterations; use a warmup of 1-5% of the run")

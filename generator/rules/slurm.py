@@ -1,11 +1,11 @@
-"""GL3xx: Slurm job rules."""
+"""GL3xx: Slurm job rules (GL301-GL303 are the linter's contract)."""
 
 from __future__ import annotations
 
 from generator.rules.registry import rule
 
 
-@rule("GL301", "container-options-without-image",
+@rule("GL304", "container-options-without-image",
       "Container mounts or a container workdir need a container image.")
 def container_without_image(container_image: str | None = None,
                             container_mounts: tuple[str, ...] | None = None,
@@ -20,7 +20,7 @@ def container_without_image(container_image: str | None = None,
     return f"{' and '.join(given)} given without container_image; set slurm.container_image or remove them"
 
 
-@rule("GL302", "pattern-in-log-directory",
+@rule("GL305", "pattern-in-log-directory",
       "Slurm filename patterns (%j, %x, ...) belong in the file name, not in its folders.")
 def pattern_in_log_directory(output: str | None = None, error: str | None = None) -> str | None:
     """Slurm opens --output/--error before the job starts and does not create folders, so a
