@@ -112,5 +112,9 @@ def test_readback_catches_a_drifted_template(tmp_path: Path, monkeypatch: pytest
         return text
 
     monkeypatch.setattr(render, "render", drifted)
-    with pytest.raises(RenderMismatch, match=r"ds_config.json:3: micro_batch_size = 4, plan has 2"):
+    with pytest.raises(RenderMismatch) as err:
         render.render_all(plan)
+    assert ("ds_config.json:3:37: GL004 DeepSpeed micro batch 4 ≠ --micro-batch-size 2 "
+            "[ds_micro_batch_size at ds_config.json:3:37, micro_batch_size at megatron_args.sh:19:22]"
+            in str(err.value))
+    assert "ds_config.json:3:37: ds_micro_batch_size = 4, plan has 2" in str(err.value)

@@ -14,7 +14,7 @@ from generator import __version__, presets
 from generator.errors import UserError
 from generator.plan.batch import solve_batch
 from generator.plan.schedule import Schedule, plan_schedule
-from generator.rules import Fact, Finding, run_rules
+from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.model import Spec
 from generator.units import human
 
@@ -183,8 +183,12 @@ class Plan:
 def spec_facts(spec: Spec) -> dict[str, Fact]:
     """The values the spec gives (with their locations) and the world size."""
     c, m, p, b, t = spec.cluster, spec.model, spec.parallelism, spec.batch, spec.training
+    gpu = presets.gpus()[c.gpu]
     values: dict[str, tuple[Any, str]] = {
+        "spec": (spec.source, "name"),
         "framework": (spec.framework, "framework"),
+        "gpu_vendor": (gpu["vendor"], "cluster.gpu"),
+        "nvidia_cc": (gpu["nvidia_cc"], "cluster.gpu"),
         "gpu": (c.gpu, "cluster.gpu"),
         "world_size": (c.nodes * c.gpus_per_node, "cluster.nodes"),
         "tp": (p.tp, "parallelism.tp"), "pp": (p.pp, "parallelism.pp"),
@@ -238,6 +242,10 @@ def resolve(spec: Spec) -> Plan:
                          if getattr(spec.training, k) is not None)
             facts["train_iters"] = Fact(schedule.train_iters, spec.where(f"training.{given}"))
             facts["warmup_iters"] = Fact(schedule.warmup_iters, spec.where("training.warmup"))
+    # Export CUDA_DEVICE_MAX_CONNECTIONS=1 exactly where the rule (GL203) would ask for it.
+    needs_connections = RULES["GL203"].run(facts) is not None
+    if needs_connections:
+        facts["cuda_device_max_connections"] = Fact("1", DERIVED)
     findings = list(run_rules(facts))
     errors = [f for f in findings if f.severity == "error"]
     if errors:
@@ -255,9 +263,7 @@ def resolve(spec: Spec) -> Plan:
         global_batch_size=solved.global_batch_size, tokens_per_step=tokens,
         zero_stage=(p.zero_stage or 0) if is_deepspeed else None,
         schedule=schedule,
-        cuda_device_max_connections_1=(
-            spec.framework != "deepspeed" and (p.tp > 1 or p.cp > 1)
-            and gpu["nvidia_cc"] is not None and gpu["nvidia_cc"] < 10),
+        cuda_device_max_connections_1=needs_connections,
         batch_how=solved.how,
         notes=tuple(n for n in (solved.rounding, *schedule.notes) if n),
         warnings=tuple(f for f in findings if f.severity != "error"),

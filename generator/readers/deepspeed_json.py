@@ -1,48 +1,106 @@
-"""DeepSpeed JSON -> facts. Duplicate keys are an error, as in DeepSpeed itself."""
+"""DeepSpeed JSON -> facts (ds_* names), read as DeepSpeed reads a config file: comments and
+trailing commas allowed, duplicate keys an error. Every fact carries file:line:col."""
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any
+import bisect
+from dataclasses import dataclass, field
 
-from generator.rules import Fact
+from generator.data import load
+from generator.readers.jsonc import JsonError, Node, parse
+from generator.rules.registry import Fact
 
-# fact name -> path inside the config
 _FIELDS = {
-    "global_batch_size": ("train_batch_size",),
-    "micro_batch_size": ("train_micro_batch_size_per_gpu",),
-    "gradient_accumulation_steps": ("gradient_accumulation_steps",),
-    "zero_stage": ("zero_optimization", "stage"),
-    "train_iters": ("scheduler", "params", "total_num_steps"),
-    "warmup_iters": ("scheduler", "params", "warmup_num_steps"),
-    "cp": ("sequence_parallel_size",),
+    "ds_train_batch_size": ("train_batch_size",),
+    "ds_micro_batch_size": ("train_micro_batch_size_per_gpu",),
+    "ds_gradient_accumulation_steps": ("gradient_accumulation_steps",),
+    "ds_zero_stage": ("zero_optimization", "stage"),
+    "ds_sequence_parallel_size": ("sequence_parallel_size",),
+    "ds_pipeline_stages": ("pipeline", "stages"),
 }
+_DS_HINTS = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+             "zero_optimization", "fp16", "bf16", "optimizer", "scheduler", "gradient_clipping"}
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    duplicates = sorted({k for k in keys if keys.count(k) > 1})
-    if duplicates:
-        raise ValueError(f"Duplicate keys in DeepSpeed config: {duplicates}")
-    return dict(pairs)
+@dataclass
+class DeepSpeedRead:
+    facts: dict[str, Fact] = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    looks_like_deepspeed: bool = False
 
 
-def read_deepspeed_json(text: str, file: str) -> dict[str, Fact]:
-    config = json.loads(text, object_pairs_hook=_no_duplicates)
-    facts: dict[str, Fact] = {}
+class _Positions:
+    def __init__(self, text: str, file: str, first_line: int) -> None:
+        self.starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self.file, self.first_line = file, first_line
+
+    def __call__(self, offset: int) -> str:
+        line = bisect.bisect_right(self.starts, offset)
+        return f"{self.file}:{line + self.first_line - 1}:{offset - self.starts[line - 1] + 1}"
+
+
+def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedRead:
+    """Facts of a DeepSpeed config; ``first_line`` places a heredoc body inside its script."""
+    out = DeepSpeedRead()
+    where = _Positions(text, file, first_line)
+    try:
+        root = parse(text)
+    except JsonError as exc:
+        out.problems.append((where(exc.offset), f"not readable as a DeepSpeed config: {exc}"))
+        return out
+    if not isinstance(root.value, dict):
+        out.problems.append((where(root.offset), "a DeepSpeed config is a JSON object"))
+        return out
+    out.looks_like_deepspeed = bool(_DS_HINTS & set(root.value))
+    facts = out.facts
     for name, path in _FIELDS.items():
-        value: Any = config
-        for part in path:
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is not None:
-            facts[name] = Fact(value, f"{file}:{_line_of(text, path[-1])}")
-    for precision in ("bf16", "fp16"):
-        if isinstance(config.get(precision), dict) and config[precision].get("enabled"):
-            facts["precision"] = Fact(precision, f"{file}:{_line_of(text, precision)}")
+        node = root.get(*path)
+        if node is not None and isinstance(node.value, int | float | str) and \
+                not isinstance(node.value, bool):
+            facts[name] = Fact(node.value, where(node.offset))
+    for precision in ("fp16", "bf16", "bfloat16"):
+        node = root.get(precision, "enabled")
+        if node is not None and node.value is True:
+            facts[f"ds_{'bf16' if precision == 'bfloat16' else precision}"] = Fact(True, where(node.offset))
+    scheduler = root.get("scheduler")
+    if scheduler is not None and isinstance(scheduler.value, dict):
+        params = scheduler.get("params")
+        plain = params.plain() if params is not None and isinstance(params.value, dict) else {}
+        kind = scheduler.get("type")
+        facts["ds_scheduler"] = Fact((kind.value if kind else None, plain), where(scheduler.offset))
+    facts.update(_key_facts(root, where))
+    return out
+
+
+def _key_facts(root: Node, where) -> dict[str, Fact]:
+    keys = load("deepspeed_keys.yaml")
+    autos, removed, unknown = [], [], []
+
+    def walk(node: Node, path: str) -> None:
+        if isinstance(node.value, dict):
+            for key, child in node.value.items():
+                walk(child, f"{path}.{key}" if path else key)
+        elif node.value == "auto":
+            autos.append((path, where(node.offset)))
+
+    walk(root, "")
+    for key, child in root.value.items():
+        if key in keys["removed_top_level"]:
+            removed.append((key, where(child.key_offset or child.offset)))
+    zero = root.get("zero_optimization")
+    if zero is not None and isinstance(zero.value, dict):
+        for key, child in zero.value.items():
+            if key in keys["removed_in_zero"]:
+                removed.append((f"zero_optimization.{key}", where(child.key_offset or child.offset)))
+    for section, allowed in keys["strict_sections"].items():
+        node = root.get(*section.split("."))
+        if node is None or not isinstance(node.value, dict):
+            continue
+        for key, child in node.value.items():
+            if key not in allowed and not (section == "zero_optimization" and key in keys["removed_in_zero"]):
+                unknown.append((f"{section}.{key}", where(child.key_offset or child.offset)))
+    facts = {}
+    for name, items in (("ds_auto", autos), ("ds_removed_keys", removed), ("ds_unknown_keys", unknown)):
+        if items:
+            facts[name] = Fact(tuple(items), items[0][1])
     return facts
-
-
-def _line_of(text: str, key: str) -> int:
-    match = re.search(rf'"{re.escape(key)}"\s*:', text)
-    return text.count("\n", 0, match.start()) + 1 if match else 1

@@ -1,29 +1,40 @@
-"""Read rendered artifacts back with the static readers and compare them with the plan.
+"""Read rendered artifacts back with the linter and compare them with the plan.
 
-A mismatch here is a bug in a template (or a site's replacement template): it is caught at
-generation time, before any file is written.
+A mismatch, or an error the linter would report, is a bug in a template (or in a site's own
+template): it is caught at generation time, before any file is written.
 """
 
 from __future__ import annotations
 
+from generator.lint.engine import lint_texts, views
 from generator.plan.plan import Plan
-from generator.readers.deepspeed_json import read_deepspeed_json
-from generator.readers.megatron_args import read_megatron_args
-from generator.readers.sbatch import read_sbatch
-from generator.rules import Fact, run_rules
 
-READERS = {
-    "ds_config.json": read_deepspeed_json,
-    "megatron_args.sh": read_megatron_args,
-    "launch.sbatch": read_sbatch,
+# plan fact -> the fact names the readers give it (script, Megatron arguments, DeepSpeed JSON)
+COMPARED = {
+    "nodes": ("sbatch_nodes", "launcher_nodes"),
+    "tasks_per_node": ("sbatch_ntasks_per_node",),
+    "gpus_per_node": ("sbatch_gpus_per_node",),
+    "procs_per_node": ("procs_per_node",),
+    "world_size": ("world_size",),
+    "dp": ("dp",),
+    "tp": ("tp",), "pp": ("pp", "ds_pipeline_stages"), "cp": ("cp", "ds_sequence_parallel_size"),
+    "vpp": ("vpp",),
+    "micro_batch_size": ("micro_batch_size", "ds_micro_batch_size"),
+    "global_batch_size": ("global_batch_size", "ds_train_batch_size"),
+    "gradient_accumulation_steps": ("ds_gradient_accumulation_steps",),
+    "zero_stage": ("zero_stage", "ds_zero_stage"),
+    "seq_length": ("seq_length",), "num_layers": ("num_layers",),
+    "num_attention_heads": ("num_attention_heads",),
+    "train_iters": ("train_iters",), "warmup_iters": ("warmup_iters",),
+    "precision": ("precision",),
 }
-# Facts each artifact must state (the values the three files share).
+# what each artifact must let the linter see
 REQUIRED = {
-    "ds_config.json": ("global_batch_size", "micro_batch_size", "gradient_accumulation_steps",
-                       "zero_stage"),
+    "launch.sbatch": ("sbatch_nodes", "sbatch_ntasks_per_node", "world_size"),
     "megatron_args.sh": ("tp", "pp", "micro_batch_size", "global_batch_size", "seq_length",
                          "num_layers", "train_iters", "warmup_iters"),
-    "launch.sbatch": ("nodes", "tasks_per_node", "procs_per_node", "world_size"),
+    "ds_config.json": ("ds_train_batch_size", "ds_micro_batch_size",
+                       "ds_gradient_accumulation_steps", "ds_zero_stage"),
 }
 
 
@@ -31,25 +42,23 @@ class RenderMismatch(RuntimeError):
     """A rendered file disagrees with the plan it was rendered from."""
 
 
-def read_artifacts(files: dict[str, str]) -> dict[str, dict[str, Fact]]:
-    return {name: READERS[name](text, name) for name, text in files.items() if name in READERS}
-
-
 def check_rendered(plan: Plan, files: dict[str, str]) -> None:
+    result = lint_texts(files)
+    problems = [f"{where}: {what}" for where, what in result.problems]
+    problems += [str(f) for f in result.findings if f.severity == "error"]
+    scripts = [run for run in result.runs if run.name == "launch.sbatch"]
+    if len(scripts) != 1:
+        raise RenderMismatch("launch.sbatch was not read back as one run")
+    facts = views(scripts[0])[0]
     expected = plan.facts()
-    problems: list[str] = []
-    merged: dict[str, Fact] = {"framework": expected["framework"], "gpu": expected["gpu"]}
-    try:
-        artifacts = read_artifacts(files)
-    except ValueError as exc:
-        raise RenderMismatch(f"a rendered file does not parse: {exc}") from exc
-    for name, facts in artifacts.items():
-        problems += [f"{name}: {key} missing" for key in REQUIRED[name] if key not in facts]
-        for key, fact in facts.items():
-            if key in expected and fact.value != expected[key].value:
-                problems.append(f"{fact.source}: {key} = {fact.value!r}, plan has "
-                                f"{expected[key].value!r}")
-        merged.update(facts)
-    problems += [str(f) for f in run_rules(merged) if f.severity == "error"]
+    for name, keys in REQUIRED.items():
+        if name in files:
+            problems += [f"{name}: the linter does not see {key}" for key in keys if key not in facts]
+    for plan_key, names in COMPARED.items():
+        want = expected.get(plan_key)
+        for fact_name in names:
+            got = facts.get(fact_name)
+            if want is not None and got is not None and got.value != want.value:
+                problems.append(f"{got.source}: {fact_name} = {got.value!r}, plan has {want.value!r}")
     if problems:
         raise RenderMismatch("rendered files disagree with the plan:\n" + "\n".join(problems))

@@ -158,14 +158,14 @@ def vpp_needs_pp(vpp: int, pp: int) -> str | None:
 @rule("GL018", "batch-underdetermined",
       "The batch needs micro + accumulation, global + micro, global + accumulation, or a "
       "tokens-per-step target + micro (or accumulation).")
-def batch_underdetermined(micro_batch_size: int | None = None,
+def batch_underdetermined(spec: str, micro_batch_size: int | None = None,
                           gradient_accumulation_steps: int | None = None,
                           global_batch_size: int | None = None,
                           tokens_per_step: int | None = None,
                           tokens_per_step_target: int | None = None) -> str | None:
     """Megatron needs --micro-batch-size (and defaults the global batch to micro × dp, a silent
     choice); DeepSpeed needs train_batch_size or train_micro_batch_size_per_gpu. gen-launch makes
-    no silent choice. Fix: add one of the missing values."""
+    no silent choice in a spec (``spec`` names it). Fix: add one of the missing values."""
     micro, acc, glob = micro_batch_size, gradient_accumulation_steps, global_batch_size
     tokens = tokens_per_step or tokens_per_step_target
     if (micro and acc) or (glob and (micro or acc)) or (tokens and (micro or acc)):

@@ -139,11 +139,26 @@ def alibi(position_embedding: str, framework: str) -> str | None:
     return "position_embedding alibi is not available in megatron-lm; use rope or megatron-deepspeed"
 
 
-@rule("GL204", "warmup-not-shorter-than-run", "LR warmup must be shorter than the run.")
-def warmup_too_long(warmup_iters: int, train_iters: int) -> str | None:
-    """Megatron's scheduler asserts warmup_steps < decay_steps; DeepSpeed's WarmupDecayLR only
-    warns and then never decays. Fix: a shorter warmup (1-5% of the run is usual)."""
-    if warmup_iters < train_iters:
-        return None
-    return (f"warmup of {warmup_iters} iterations is not shorter than the run of {train_iters} "
-            "iterations; use a warmup of 1-5% of the run")
+@rule("GL204", "schedule-contradiction",
+      "Run length and LR schedule flags must not contradict each other; warmup shorter than the run.")
+def schedule_contradiction(warmup_iters: int | None = None, train_iters: int | None = None,
+                           megatron_flags: dict | None = None) -> str | None:
+    """Megatron: ``expected iteration-based training`` / ``expected sample-based training`` when
+    the families mix, ``can only specify one of lr-warmup-fraction and lr-warmup-iters``, and the
+    scheduler asserts warmup_steps < decay_steps (DeepSpeed's WarmupDecayLR only warns, then never
+    decays). Fix: one family of flags, and a warmup of 1-5% of the run."""
+    flags = megatron_flags or {}
+    if "--train-iters" in flags and "--train-samples" in flags:
+        return "--train-iters and --train-samples are both given; keep one"
+    if "--lr-warmup-fraction" in flags and ({"--lr-warmup-iters", "--lr-warmup-samples"} & set(flags)):
+        return "--lr-warmup-fraction excludes --lr-warmup-iters and --lr-warmup-samples"
+    samples = {"--lr-decay-samples", "--lr-warmup-samples"} & set(flags)
+    iterations = {"--lr-decay-iters", "--lr-warmup-iters"} & set(flags)
+    if "--train-iters" in flags and samples:
+        return f"--train-iters with {sorted(samples)[0]}: Megatron expects iteration-based flags"
+    if "--train-samples" in flags and iterations:
+        return f"--train-samples with {sorted(iterations)[0]}: Megatron expects sample-based flags"
+    if warmup_iters is not None and train_iters is not None and warmup_iters >= train_iters:
+        return (f"warmup of {warmup_iters} iterations is not shorter than the run of {train_iters} "
+                "iterations; use a warmup of 1-5% of the run")
+    return None

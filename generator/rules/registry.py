@@ -53,7 +53,7 @@ class Rule:
     needs: tuple[str, ...]
     optional: tuple[str, ...]
     explanation: str
-    check: Callable[..., str | None]
+    check: Callable[..., str | tuple[str, tuple[str, ...]] | None]
 
     def run(self, facts: Facts) -> Finding | None:
         if any(facts.get(n) is None or facts[n].value is None for n in self.needs):
@@ -63,8 +63,10 @@ class Rule:
         message = self.check(**args)
         if message is None:
             return None
-        used = [n for n in (*self.needs, *self.optional) if facts.get(n) is not None
-                and facts[n].value is not None]
+        involved: tuple[str, ...] = (*self.needs, *self.optional)
+        if isinstance(message, tuple):  # (message, the facts it is about)
+            message, involved = message
+        used = [n for n in involved if facts.get(n) is not None and facts[n].value is not None]
         located = sorted(used, key=lambda n: facts[n].source in _UNLOCATED)
         values = tuple((n, facts[n].source) for n in located)
         return Finding(self.code, self.name, self.severity, message, values)
@@ -76,7 +78,8 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(code: str, name: str, summary: str, severity: str = "error"):
-    """Register ``check(**facts) -> message | None``; parameters with a default are optional."""
+    """Register ``check(**facts) -> message | (message, fact names) | None``; parameters with a
+    default are optional. Returning the fact names narrows the finding to the values involved."""
 
     def register(check: Callable[..., str | None]) -> Callable[..., str | None]:
         params = inspect.signature(check).parameters.values()
@@ -92,8 +95,6 @@ def rule(code: str, name: str, summary: str, severity: str = "error"):
 
 
 def run_rules(facts: Facts, codes: list[str] | None = None) -> Iterator[Finding]:
-    from generator.rules import batch, deepspeed, megatron, slurm  # noqa: F401  (registers the rules)
-
     for code in codes or sorted(RULES):
         finding = RULES[code].run(facts)
         if finding is not None:

@@ -1,0 +1,155 @@
+"""Group files into runs (a script, what it sources, the DeepSpeed JSON it writes or names),
+assemble their facts and run the rules. Works on texts in memory, so the generator lints its
+own output before writing it."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+from generator.readers.bash.evaluate import UNKNOWN
+from generator.readers.deepspeed_json import read_deepspeed_json
+from generator.readers.launch import read_launch
+from generator.rules import Fact, Finding, run_rules
+
+SCRIPT_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+# Facts a DeepSpeed JSON gives, and the generic names they stand in for when the script has none.
+_DS_GENERIC = {"ds_train_batch_size": "global_batch_size", "ds_micro_batch_size": "micro_batch_size",
+               "ds_gradient_accumulation_steps": "gradient_accumulation_steps",
+               "ds_zero_stage": "zero_stage"}
+
+
+@dataclass
+class Run:
+    """One launch: the facts of a script and its DeepSpeed JSON (or a JSON on its own)."""
+
+    name: str
+    facts: dict[str, Fact] = field(default_factory=dict)
+    ds_facts: dict[str, Fact] = field(default_factory=dict)
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (location, what could not be read)
+    runs: list[Run] = field(default_factory=list)
+    fatal: bool = False  # a file could not be read at all
+
+
+def is_script(name: str, text: str) -> bool:
+    return name.endswith(SCRIPT_SUFFIXES) or text.startswith("#!") or "\n#SBATCH" in text
+
+
+def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
+    """Lint files given as {path: text}; ``extra(path)`` may supply other files on demand
+    (sourced scripts, referenced JSON) as (path, text) or None."""
+    result = LintResult()
+    used_json: set[str] = set()
+
+    def find(path_text: str, near: str) -> tuple[str, str] | None:
+        if not path_text:
+            return None
+        folder = posixpath.dirname(near)
+        if UNKNOWN in path_text:  # e.g. "${DIR}/ds.json": look beside the script by file name
+            tail = path_text.rsplit(UNKNOWN, 1)[-1].lstrip("/")
+            candidates = [posixpath.join(folder, tail)] if tail else []
+        else:
+            candidates = [path_text if posixpath.isabs(path_text) else posixpath.join(folder, path_text),
+                          path_text]
+        for candidate in candidates:
+            candidate = posixpath.normpath(candidate)
+            if candidate in texts:
+                return candidate, texts[candidate]
+            if extra is not None and (found := extra(candidate)) is not None:
+                return found
+        return None
+
+    for name, text in texts.items():
+        if name.endswith(".json") or not is_script(name, text):
+            continue
+        read = read_launch(text, name, lambda p, near=name: find(p, near))
+        result.problems += read.problems
+        run = Run(name, dict(read.facts))
+        for path, source in read.json_refs:
+            written = [(t, first) for target, t, first in read.written_json
+                       if posixpath.basename(target.replace(UNKNOWN, "")) ==
+                       posixpath.basename(path.replace(UNKNOWN, ""))]
+            if written:
+                ds = read_deepspeed_json(written[-1][0], name, written[-1][1])
+            elif (found := find(path, name)) is not None:
+                used_json.add(found[0])
+                ds = read_deepspeed_json(found[1], found[0])
+            else:
+                result.problems.append((source, f"DeepSpeed config {path.replace(UNKNOWN, '…')} not "
+                                                "found; its values are not checked"))
+                continue
+            result.problems += ds.problems
+            run.ds_facts.update(ds.facts)
+        result.runs.append(run)
+    for name, text in texts.items():
+        if name.endswith(".json") and name not in used_json:
+            ds = read_deepspeed_json(text, name)
+            if ds.problems or ds.looks_like_deepspeed:
+                result.problems += ds.problems
+                result.fatal = result.fatal or bool(ds.problems)
+                result.runs.append(Run(name, {}, ds.facts))
+    for run in result.runs:
+        result.findings += check_run(run)
+    return result
+
+
+def views(run: Run) -> list[dict[str, Fact]]:
+    """The run seen from its script (Megatron arguments first) and from its DeepSpeed JSON."""
+    script = dict(run.facts)
+    script.update(run.ds_facts)
+    for ds_name, generic in _DS_GENERIC.items():
+        if ds_name in run.ds_facts and generic not in script:
+            script[generic] = run.ds_facts[ds_name]
+    if run.ds_facts and "framework" not in script and ("launcher" in script or not run.facts):
+        script["framework"] = Fact("deepspeed", next(iter(run.ds_facts.values())).source)
+    for generic, ds_name in (("cp", "ds_sequence_parallel_size"), ("pp", "ds_pipeline_stages")):
+        if generic not in script and isinstance(run.ds_facts.get(ds_name, Fact(None, "")).value, int):
+            script[generic] = run.ds_facts[ds_name]  # Ulysses; a PipelineModule's stages
+    _data_parallel(script)
+    _schedule_in_iterations(script)
+    if not any(k in run.ds_facts for k in _DS_GENERIC):
+        return [script]
+    deepspeed = dict(script)
+    for ds_name, generic in _DS_GENERIC.items():
+        if ds_name in run.ds_facts:
+            deepspeed[generic] = run.ds_facts[ds_name]
+    return [script, deepspeed]
+
+
+def _data_parallel(facts: dict[str, Fact]) -> None:
+    """dp = world / (tp × pp × cp) when the world is known and divisible (GL003 says otherwise)."""
+    world = facts.get("world_size")
+    if world is None or "dp" in facts:
+        return
+    model = 1
+    for name in ("tp", "pp", "cp"):
+        model *= facts[name].value if name in facts and isinstance(facts[name].value, int) else 1
+    if model and world.value % model == 0:
+        facts["dp"] = Fact(world.value // model, "derived")
+
+
+def _schedule_in_iterations(facts: dict[str, Fact]) -> None:
+    """Megatron's warmup and decay lengths in iterations (samples / global batch)."""
+    gbs = facts.get("global_batch_size")
+    for iters, samples, target in (("lr_warmup_iters", "lr_warmup_samples", "warmup_iters"),
+                                   ("lr_decay_iters", "lr_decay_samples", "train_iters"),
+                                   ("train_iters", "train_samples", "train_iters")):
+        if target in facts and target != iters:
+            continue
+        if iters in facts:
+            facts[target] = facts[iters]
+        elif samples in facts and gbs and gbs.value:
+            facts[target] = Fact(facts[samples].value // gbs.value, facts[samples].source)
+
+
+def check_run(run: Run) -> list[Finding]:
+    seen: dict[tuple[str, tuple[str, ...]], Finding] = {}
+    for facts in views(run):
+        for finding in run_rules(facts):
+            seen.setdefault((finding.code, finding.sources[:1]), finding)
+    return list(seen.values())

@@ -1,0 +1,452 @@
+"""Flat static evaluation of a bash script: variables, arrays, defaults, arithmetic, exports,
+heredocs, `bash -c`/`eval` strings, in source order. Branches and loops are flattened (the last
+assignment wins); command substitutions and values from the environment stay unknown. Nothing is
+executed. Budgets bound hostile input (commands, nesting, value sizes)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from generator.readers.bash import arith
+from generator.readers.bash.lexer import Arith, ArrayAssign, Lit, Op, Param, Redirect, Word, lex
+
+UNKNOWN = "\x00"  # stands for a run-time value inside a field's text
+MAX_COMMANDS = 20_000
+MAX_DEPTH = 8
+MAX_VALUE = 1 << 20
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
+KEYWORDS_DROP = {"if", "then", "elif", "else", "while", "until", "do", "!", "{", "time", "coproc"}
+KEYWORDS_END = {"fi", "done", "esac", "}"}
+DECLARE = {"export", "declare", "typeset", "local", "readonly"}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One word after expansion: its text (UNKNOWN marks run-time pieces), where it starts in
+    the file (for a word that came from a variable, where that text was written), and a note
+    such as "default of ${NNODES:-2}"."""
+
+    text: str | None
+    offset: int
+    note: str | None = None
+
+
+Seg = Field  # a piece of a value: same shape, joined into fields by expansion
+
+
+@dataclass
+class Var:
+    values: list[list[Seg]]  # one entry for a scalar, one per element for an array
+    array: bool
+    exported: bool
+    offset: int
+
+    def scalar(self) -> Field:
+        return join(self.values[0]) if self.values else Field("", self.offset)
+
+
+def join(segs: list[Seg]) -> Field:
+    """Segments -> one field; unknown pieces become UNKNOWN inside the text."""
+    text = "".join(UNKNOWN if s.text is None else s.text for s in segs)
+    notes = "; ".join(dict.fromkeys(s.note for s in segs if s.note)) or None
+    return Field(text, segs[0].offset if segs else 0, notes)
+
+
+@dataclass
+class Command:
+    argv: list[Field]
+    env: dict[str, Field]
+    offset: int
+    redirects: list[tuple[str, Field | None]]
+    heredoc: tuple[str, int] | None  # (expanded body, offset of the body)
+    depth: int
+
+
+@dataclass
+class Script:
+    text: str
+    name: str = "-"
+    commands: list[Command] = field(default_factory=list)
+    variables: dict[str, Var] = field(default_factory=dict)
+    problems: list[tuple[int, str]] = field(default_factory=list)
+    first_command_offset: int | None = None
+    # every file read (the script and what it sources): (base offset, name, text, line starts)
+    files: list[tuple[int, str, str, list[int]]] = field(default_factory=list)
+
+    def add_file(self, name: str, text: str) -> int:
+        base = 0 if not self.files else self.files[-1][0] + len(self.files[-1][2]) + 1
+        starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self.files.append((base, name, text, starts))
+        return base
+
+    def location(self, offset: int) -> tuple[str, int, int]:
+        """(file, line, column) of an offset in the script or a file it sources."""
+        if not self.files:
+            self.add_file(self.name, self.text)
+        index = max(0, bisect.bisect_right([f[0] for f in self.files], offset) - 1)
+        base, name, _, starts = self.files[index]
+        line = bisect.bisect_right(starts, offset - base)
+        return name, line, offset - base - starts[line - 1] + 1
+
+    def position(self, offset: int) -> tuple[int, int]:
+        _, line, col = self.location(offset)
+        return line, col
+
+
+class _Budget(Exception):
+    pass
+
+
+class Evaluator:
+    def __init__(self, script: Script, resolve_source=None) -> None:
+        self.script = script
+        self.resolve_source = resolve_source  # path text -> (name, text) of a file to follow
+        self.vars = script.variables
+        self.count = 0
+        self.case_depth = 0
+        self.positional: list[Field] | None = None  # $1... inside a `bash -c CODE NAME ARGS` string
+
+    # -- values ------------------------------------------------------------------------------
+    def lookup(self, name: str) -> Var | None:
+        return self.vars.get(name)
+
+    def expand_param(self, p: Param, depth: int) -> tuple[list[list[Seg]], bool]:
+        """Values of a parameter expansion and whether it is an array expansion (hard breaks)."""
+        unknown = ([[Seg(None, p.offset)]], False)
+        if self.positional is not None and not p.op and not p.length and \
+                (p.name in ("@", "*") or p.name.isdigit() and p.name != "0"):
+            args = [[Seg(f.text, f.offset, f.note)] for f in self.positional]
+            if p.name in ("@", "*"):
+                return args, True
+            index = int(p.name) - 1
+            return ([args[index]] if index < len(args) else [[Seg("", p.offset)]]), False
+        if p.indirect or (p.name[0] in "@*#?$!-0123456789" and not p.length):
+            return unknown
+        var = self.vars.get(p.name)
+        is_array = False
+        values: list[list[Seg]] | None
+        if var is None:
+            values = None  # unset in the script: from the environment
+        elif p.index in ("@", "*"):
+            values, is_array = list(var.values), True
+        elif p.index is not None:
+            index = arith.evaluate(p.index, lambda n: self.arith_lookup(n, depth))
+            if index is None:
+                return unknown
+            values = [var.values[index]] if 0 <= index < len(var.values) else [[Seg("", p.offset)]]
+        else:
+            values = var.values[:1] or [[Seg("", var.offset)]]
+        joined = None if values is None else [join(v) for v in values]
+        known = joined is not None and all(UNKNOWN not in j.text for j in joined)
+        if p.length:
+            if not known:
+                return unknown
+            n = len(joined) if p.index in ("@", "*") else len(joined[0].text or "") if joined else 0
+            return [[Seg(str(n), p.offset)]], False
+        if not p.op:
+            if values is None:
+                return [[Seg(None, p.offset, f"${p.name} from the environment")]], False
+            return values, is_array
+        empty = known and all(j.text == "" for j in joined)
+        if p.op in (":-", "-", ":=", "="):
+            if values is not None and not known:
+                return unknown
+            if not (values is None or (p.op.startswith(":") and empty)):
+                return values, is_array
+            default = self.expand_text(p.arg or [], depth)
+            shown = join(default).text
+            note = f"default of ${{{p.name}{p.op}{shown}}}"
+            default = [Seg(s.text, s.offset, note) for s in default] or [Seg("", p.offset, note)]
+            if p.op in (":=", "="):
+                self.assign(p.name, [default], exported=False, offset=p.offset)
+            return [default], False
+        if p.op in (":+", "+"):
+            if values is not None and not known:
+                return unknown
+            if values is None or (p.op == ":+" and empty):
+                return [[Seg("", p.offset)]], False
+            return [self.expand_text(p.arg or [], depth)], False
+        if p.op in (":?", "?"):
+            return (values, is_array) if known else unknown
+        if p.op in ("%", "%%", "#", "##") and known and joined:
+            pattern = join(self.expand_text(p.arg or [], depth)).text
+            if UNKNOWN not in pattern and not any(c in pattern for c in "*?["):
+                text = joined[0].text or ""
+                if p.op.startswith("%") and pattern and text.endswith(pattern):
+                    text = text[: -len(pattern)]
+                elif p.op.startswith("#") and text.startswith(pattern):
+                    text = text[len(pattern):]
+                return [[Seg(text, joined[0].offset)]], False
+        return unknown
+
+    def arith_lookup(self, name: str, depth: int) -> int | None:
+        var = self.vars.get(name)
+        if var is None or not var.values:
+            return None  # runtime value (bash would read it from the environment)
+        text = var.scalar().text
+        if UNKNOWN in text or depth > MAX_DEPTH:
+            return None
+        return arith.evaluate(text.strip() or "0", lambda n: self.arith_lookup(n, depth + 1))
+
+    def part_values(self, part: object, depth: int) -> tuple[list[list[Seg]], bool]:
+        if isinstance(part, Lit):
+            return [[Seg(part.text, part.offset)]], False
+        if isinstance(part, Param):
+            return self.expand_param(part, depth)
+        if isinstance(part, Arith):
+            text = join(self.expand_text(part.parts, depth)).text
+            value = None if UNKNOWN in text else \
+                arith.evaluate(text, lambda n: self.arith_lookup(n, depth + 1))
+            return [[Seg(None if value is None else str(value), part.offset)]], False
+        return [[Seg(None, getattr(part, "offset", 0))]], False
+
+    def expand_text(self, parts: list, depth: int) -> list[Seg]:
+        """Expand without field splitting (assignments, heredocs, quoted contexts); array
+        elements are joined with spaces."""
+        segs: list[Seg] = []
+        for part in parts:
+            values, _ = self.part_values(part, depth)
+            for k, value in enumerate(values):
+                if k:
+                    segs.append(Seg(" ", value[0].offset if value else 0))
+                segs += value
+            if sum(len(s.text or "") for s in segs) > MAX_VALUE:
+                raise _Budget
+        return segs
+
+    def expand_word(self, word: Word, depth: int) -> list[Field]:
+        """Expand with field splitting of unquoted expansions; "${X[@]}" keeps elements apart.
+        Each field starts where its first character was written."""
+        fields: list[list[Seg]] = [[]]
+        content = [False]
+
+        def new_field() -> None:
+            if content[-1]:
+                fields.append([])
+                content.append(False)
+
+        for part in word.parts:
+            values, is_array = self.part_values(part, depth)
+            quoted = isinstance(part, Lit) or getattr(part, "quoted", False)
+            for k, value in enumerate(values):
+                if k and is_array:
+                    new_field()
+                for seg in value:
+                    if seg.text is None or quoted:
+                        fields[-1].append(seg)
+                        content[-1] = True
+                        continue
+                    for m in re.finditer(r"\s+|\S+", seg.text):
+                        if m.group().isspace():
+                            new_field()
+                        else:
+                            fields[-1].append(Seg(m.group(), seg.offset + m.start(), seg.note))
+                            content[-1] = True
+        return [join(f) for f, c in zip(fields, content, strict=True) if c]
+
+    # -- state -------------------------------------------------------------------------------
+    def assign(self, name: str, values: list[list[Seg]], exported: bool, offset: int,
+               append: bool = False, array: bool = False) -> None:
+        old = self.vars.get(name)
+        if append and old is not None:
+            if array or old.array:
+                values, array = old.values + values, True
+            else:
+                values = [(old.values[0] if old.values else []) + (values[0] if values else [])]
+        if sum(len(s.text or "") for v in values for s in v) > MAX_VALUE:
+            raise _Budget
+        self.vars[name] = Var(values, array, exported or bool(old and old.exported), offset)
+
+    # -- commands ----------------------------------------------------------------------------
+    def run(self, items: list, depth: int) -> None:
+        command: list = []
+        for item in [*items, Op("\n", -1)]:
+            if isinstance(item, Op):
+                self.simple(command, depth, item)
+                command = []
+            else:
+                command.append(item)
+
+    def simple(self, items: list, depth: int, terminator: Op) -> None:
+        if not items:
+            return
+        self.count += 1
+        if self.count > MAX_COMMANDS:
+            raise _Budget
+        words = [i for i in items if isinstance(i, Word | ArrayAssign)]
+        redirects = [i for i in items if isinstance(i, Redirect)]
+        # keywords and case patterns
+        while words and isinstance(words[0], Word) and words[0].literal() in KEYWORDS_DROP | KEYWORDS_END:
+            if words[0].literal() == "esac":
+                self.case_depth = max(0, self.case_depth - 1)
+            words = words[1:]
+        if not words:
+            return
+        head = words[0].literal() if isinstance(words[0], Word) else None
+        pattern = self.case_depth and terminator.text == ")"
+        if head in ("for", "select", "case", "[[", "function") or pattern:
+            if head == "case":
+                self.case_depth += 1
+            return
+        if terminator.text == "(" and len(words) == 1 and head:  # name() { ...: a function header
+            return
+        env: dict[str, Field] = {}
+        has_command = any(isinstance(w, Word) and self.assignment(w) is None for w in words)
+        while words:
+            w = words[0]
+            if isinstance(w, ArrayAssign):
+                self.assign(w.name, self.array_values(w, depth), False, w.offset, append=w.append,
+                            array=True)
+            elif (target := self.assignment(w)) is not None:
+                name, op, value_parts = target
+                segs = self.expand_text(value_parts, depth) or [Seg("", w.offset)]
+                if has_command:  # VAR=x cmd: only in cmd's environment
+                    env[name] = join(segs)
+                else:
+                    self.assign(name, [segs], False, w.offset, append=op == "+=")
+            else:
+                break
+            words = words[1:]
+        if not words:
+            return
+        argv = [f for w in words for f in (self.expand_word(w, depth) if isinstance(w, Word) else [])]
+        if not argv:
+            return
+        name = argv[0].text
+        if self.script.first_command_offset is None and depth == 0:
+            self.script.first_command_offset = items[0].offset
+        if name in DECLARE:
+            self.declare(name, words[1:], depth)
+            return
+        if name in ("source", ".") and len(argv) > 1:
+            self.source(argv[1], depth)
+            return
+        if name == "unset":
+            for f in argv[1:]:
+                if f.text and not f.text.startswith("-"):
+                    self.vars.pop(f.text, None)
+            return
+        heredoc = None
+        for r in redirects:
+            if r.heredoc is not None:
+                heredoc = (self.heredoc_text(r.heredoc.parts, depth), r.heredoc.body_offset)
+        self.script.commands.append(Command(
+            argv, env, items[0].offset,
+            [(r.op, join(self.expand_text(r.target.parts, depth)) if r.target else None)
+             for r in redirects],
+            heredoc, depth))
+        self.nested(argv, depth, heredoc)
+
+    def array_values(self, w: ArrayAssign, depth: int) -> list[list[Seg]]:
+        return [[Seg(f.text, f.offset, f.note)] for word in w.words for f in self.expand_word(word, depth)]
+
+    def assignment(self, w: Word) -> tuple[str, str, list] | None:
+        first = w.parts[0] if w.parts else None
+        if not isinstance(first, Lit) or first.quoted:
+            return None
+        m = _ASSIGN.match(first.text)
+        if not m or m.group(2):
+            return None
+        rest = first.text[m.end():]
+        value_parts = ([Lit(rest, first.offset + m.end())] if rest else []) + w.parts[1:]
+        return m.group(1), m.group(3), value_parts
+
+    def declare(self, builtin: str, words: list, depth: int) -> None:
+        exported = builtin == "export"
+        for w in words:
+            if isinstance(w, ArrayAssign):
+                self.assign(w.name, self.array_values(w, depth), exported, w.offset,
+                            append=w.append, array=True)
+                continue
+            text = w.literal()
+            if text is not None and text.startswith("-"):
+                exported = exported or "x" in text
+                continue
+            target = self.assignment(w)
+            if target is not None:
+                name, op, parts = target
+                segs = self.expand_text(parts, depth) or [Seg("", w.offset)]
+                self.assign(name, [segs], exported, w.offset, append=op == "+=")
+            elif text and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+                var = self.vars.get(text)
+                if var is not None:
+                    var.exported = var.exported or exported
+
+    def heredoc_text(self, parts: list, depth: int) -> str:
+        """A heredoc body with its expansions; unknown values become the marker ``<unknown>``
+        so the lines keep their numbers."""
+        return "".join("<unknown>" if s.text is None else s.text for s in self.expand_text(parts, depth))
+
+    def nested(self, argv: list[Field], depth: int, heredoc: tuple[str, int] | None) -> None:
+        """Strings run by `bash -c`, `sh -c`, `eval`, and an `sbatch <<EOF` script."""
+        words = [f.text for f in argv]
+        code: Field | None = None
+        positional: list[Field] | None = None
+        for k, word in enumerate(words):
+            if word in ("bash", "sh") and k + 2 < len(words) and words[k + 1] in ("-c", "-xc", "-ec", "-lc"):
+                code, positional = argv[k + 2], argv[k + 4:]
+                break
+            if word == "eval" and k + 1 < len(argv):
+                code = Field(" ".join(f.text or "" for f in argv[k + 1:]), argv[k + 1].offset)
+                break
+        if code is not None and code.text and depth < MAX_DEPTH:
+            saved = self.positional
+            if positional is not None:
+                self.positional = positional
+            try:
+                self.run_text(code.text, code.offset, depth + 1)
+            finally:
+                self.positional = saved
+        if heredoc is not None and words and words[0] == "sbatch" and depth < MAX_DEPTH:
+            self.run_text(heredoc[0], heredoc[1], depth + 1)
+
+    def source(self, path: Field, depth: int) -> None:
+        """Follow `source FILE` when the caller can resolve it (another file being linted)."""
+        found = self.resolve_source(path.text) if self.resolve_source and depth < MAX_DEPTH else None
+        if found is None:
+            return
+        name, text = found
+        base = self.script.add_file(name, text)
+        items, problems = lex(text, base)
+        self.script.problems += problems
+        self.run(items, depth + 1)
+
+    def run_text(self, text: str, offset: int, depth: int) -> None:
+        items, problems = lex(text)
+        # a re-lexed string reports its positions at the string's own place in the file
+        for item in items:
+            _rebase(item, offset)
+        self.script.problems += [(offset, message) for _, message in problems]
+        self.run(items, depth)
+
+
+def _rebase(item: object, offset: int) -> None:
+    """Move every offset of a re-lexed item to ``offset`` (the string it came from)."""
+    if hasattr(item, "offset"):
+        item.offset = offset
+    for name in ("parts", "words", "arg"):
+        for child in getattr(item, name, None) or []:
+            _rebase(child, offset)
+    target = getattr(item, "target", None)
+    if target is not None:
+        _rebase(target, offset)
+
+
+def read_script(text: str, name: str = "-", resolve_source=None) -> Script:
+    """Statically evaluate ``text``. Never raises on bad input; problems are recorded.
+    ``resolve_source(path)`` may return (name, text) for a file named by `source`."""
+    script = Script(text, name)
+    script.add_file(name, text)
+    items, problems = lex(text)
+    script.problems += problems
+    evaluator = Evaluator(script, resolve_source)
+    try:
+        evaluator.run(items, 0)
+    except _Budget:
+        script.problems.append((0, "evaluation stopped: the script exceeds the reader's budget "
+                                   f"({MAX_COMMANDS:,} commands, {MAX_VALUE:,}-byte values)"))
+    except RecursionError:
+        script.problems.append((0, "evaluation stopped: nesting too deep"))
+    return script

@@ -1,0 +1,386 @@
+"""A launch script (sbatch or plain shell) -> facts: the #SBATCH allocation, the launcher and
+its process counts, the Megatron arguments of the entry point, the environment, the Slurm
+variables it reads, and the DeepSpeed JSON it writes (heredoc) or names (--deepspeed_config).
+Static only: see generator/readers/bash."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from generator.readers.bash import Command, Field, Script, read_script
+from generator.rules.registry import Fact
+
+# srun / sbatch options that take a value (space-separated form); others are flags.
+_SLURM_VALUE_OPTIONS = {
+    "-N", "--nodes", "-n", "--ntasks", "--ntasks-per-node", "-c", "--cpus-per-task", "--gpus-per-node",
+    "--gpus-per-task", "--gpus", "-G", "--gres", "-p", "--partition", "-A", "--account", "-q", "--qos",
+    "-t", "--time", "-J", "--job-name", "-o", "--output", "-e", "--error", "--mem", "--mem-per-cpu",
+    "--mem-per-gpu", "--container-image", "--container-mounts", "--container-workdir", "--container-name",
+    "--mpi", "--export", "-w", "--nodelist", "-x", "--exclude", "--cpu-bind", "--gpu-bind", "-m",
+    "--distribution", "--jobid", "-C", "--constraint", "--dependency", "-d", "--reservation",
+    "--kill-on-bad-exit", "-K", "--signal", "--array", "-a", "--chdir", "-D", "--hint", "--mail-type",
+    "--mail-user", "--comment", "--open-mode", "--network", "--overcommit", "--ntasks-per-gpu",
+}
+_SLURM_FLAGS = {"--exclusive", "-l", "--label", "--unbuffered", "-u", "--overlap", "--no-kill",
+                "--requeue", "--no-container-mount-home", "-O", "--overcommit", "--wait", "-W",
+                "--parsable", "--test-only", "-Q", "--quiet", "-v", "--verbose"}
+_TORCHRUN_VALUE = {"--nnodes", "--nproc_per_node", "--nproc-per-node", "--node_rank", "--node-rank",
+                   "--master_addr", "--master-addr", "--master_port", "--master-port", "--rdzv_backend",
+                   "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint", "--rdzv_id", "--rdzv-id",
+                   "--rdzv_conf", "--rdzv-conf", "--max_restarts", "--max-restarts", "--monitor_interval",
+                   "--monitor-interval", "--start_method", "--start-method", "--tee", "--log_dir",
+                   "--log-dir", "-r", "--redirects", "--role", "--local_addr", "--local-addr",
+                   "--logs_specs", "--logs-specs", "--local-ranks-filter", "--local_ranks_filter"}
+_DEEPSPEED_VALUE = {"--num_nodes", "--num_gpus", "--hostfile", "-H", "--master_port", "--master_addr",
+                    "--include", "-i", "--exclude", "-e", "--launcher", "--launcher_args", "--node_rank",
+                    "--elastic_training", "--min_elastic_nodes", "--max_elastic_nodes", "--ssh_port",
+                    "--comment", "--venv_script", "--bind_core_list"}
+_PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
+_INT_FLAGS = {
+    "--tensor-model-parallel-size": "tp", "--pipeline-model-parallel-size": "pp",
+    "--context-parallel-size": "cp", "--ds-sequence-parallel-size": "cp",
+    "--expert-model-parallel-size": "ep", "--moe-expert-parallel-size": "ep",
+    "--expert-tensor-parallel-size": "etp", "--num-virtual-stages-per-pipeline-rank": "vpp",
+    "--num-layers-per-virtual-pipeline-stage": "layers_per_virtual_stage",
+    "--micro-batch-size": "micro_batch_size", "--global-batch-size": "global_batch_size",
+    "--seq-length": "seq_length", "--max-position-embeddings": "max_position_embeddings",
+    "--num-layers": "num_layers", "--hidden-size": "hidden_size",
+    "--num-attention-heads": "num_attention_heads", "--num-query-groups": "num_query_groups",
+    "--num-key-value-heads": "num_query_groups", "--num-experts": "num_experts",
+    "--moe-router-topk": "moe_top_k", "--zero-stage": "zero_stage", "--train-iters": "train_iters",
+    "--train-samples": "train_samples", "--lr-warmup-iters": "lr_warmup_iters",
+    "--lr-warmup-samples": "lr_warmup_samples", "--lr-decay-iters": "lr_decay_iters",
+    "--lr-decay-samples": "lr_decay_samples",
+}
+_BOOL_FLAGS = {"--sequence-parallel": "sequence_parallel",
+               "--use-distributed-optimizer": "distributed_optimizer",
+               "--group-query-attention": "group_query_attention", "--deepspeed": "deepspeed_flag"}
+_MEGATRON_HINTS = {"--micro-batch-size", "--tensor-model-parallel-size", "--num-layers",
+                   "--global-batch-size", "--pipeline-model-parallel-size", "--seq-length"}
+
+
+@dataclass
+class LaunchRead:
+    """What one script says: facts, plus the DeepSpeed JSON it writes or refers to."""
+
+    facts: dict[str, Fact] = field(default_factory=dict)
+    written_json: list[tuple[str, str, int]] = field(default_factory=list)  # (path, text, first line)
+    json_refs: list[tuple[str, str]] = field(default_factory=list)  # (path, source)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
+
+
+def _int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    text = text.replace("_", "")
+    return int(text) if re.fullmatch(r"[0-9]+", text) else None
+
+
+class _Reader:
+    def __init__(self, text: str, file: str, resolve_source=None) -> None:
+        self.file = file
+        self.script: Script = read_script(text, file, resolve_source)
+        self.out = LaunchRead()
+
+    def src(self, f: Field | int) -> str:
+        offset = f if isinstance(f, int) else f.offset
+        name, line, col = self.script.location(offset)
+        where = f"{name}:{line}:{col}"
+        note = None if isinstance(f, int) else f.note
+        return f"{where} ({note})" if note else where
+
+    def fact(self, name: str, value: object, f: Field | int) -> None:
+        if value is not None:
+            self.out.facts[name] = Fact(value, self.src(f))
+
+    def read(self, text: str) -> LaunchRead:
+        self.sbatch_header(text)
+        for message_offset, message in self.script.problems:
+            self.out.problems.append((self.src(message_offset), message))
+        for command in self.script.commands:
+            self.command(command)
+        self.environment()
+        self.world()
+        return self.out
+
+    # -- #SBATCH --------------------------------------------------------------------------------
+    def sbatch_header(self, text: str) -> None:
+        first = self.script.first_command_offset
+        first_line = self.script.position(first)[0] if first is not None else None
+        late: list[str] = []
+        options: dict[str, tuple[str | None, int]] = {}
+        offset = 0
+        for number, line in enumerate(text.splitlines(keepends=True), start=1):
+            stripped = line.strip()
+            if stripped.startswith("#SBATCH"):
+                if first_line is not None and number > first_line:
+                    late.append(f"{self.file}:{number}:1")
+                else:
+                    try:
+                        words = shlex.split(stripped[len("#SBATCH"):], comments=True)
+                    except ValueError:
+                        words = stripped[len("#SBATCH"):].split()
+                    for name, value in _options(words):
+                        options[name] = (value, offset + line.index("#SBATCH"))
+            offset += len(line)
+        if late:
+            self.out.facts["sbatch_late_lines"] = Fact(tuple(late), late[0])
+        self.allocation(options, "sbatch")
+
+    def allocation(self, options: dict[str, tuple[str | None, int]], prefix: str) -> None:
+        def get(*names: str) -> tuple[str | None, int] | None:
+            for n in names:
+                if n in options:
+                    return options[n]
+            return None
+
+        if options:
+            first_offset = min(o for _, o in options.values())
+            self.fact(f"{prefix}_options", tuple(sorted(options)), first_offset)
+        for names, fact in ((("-N", "--nodes"), "nodes"), (("--ntasks-per-node",), "ntasks_per_node"),
+                            (("-n", "--ntasks"), "ntasks"), (("-c", "--cpus-per-task"), "cpus_per_task"),
+                            (("--gpus-per-task",), "gpus_per_task")):
+            got = get(*names)
+            if got:
+                value = got[0].split("-")[0] if got[0] and fact == "nodes" else got[0]
+                self.fact(f"{prefix}_{fact}", _int(value), got[1])
+        gpus = get("--gpus-per-node")
+        gres = get("--gres")
+        if gpus:
+            self.fact(f"{prefix}_gpus_per_node", _int((gpus[0] or "").rsplit(":", 1)[-1]), gpus[1])
+        elif gres and gres[0]:
+            m = re.search(r"(?:^|,)gpu(?::[A-Za-z0-9_.-]+)?:([0-9]+)", gres[0])
+            if m:
+                self.fact(f"{prefix}_gpus_per_node", int(m.group(1)), gres[1])
+
+    # -- commands --------------------------------------------------------------------------------
+    def command(self, command: Command) -> None:
+        argv = command.argv
+        words = [f.text for f in argv]
+        if not words:
+            return
+        for op, target in command.redirects:
+            if command.heredoc and op in (">", ">>") and target is not None and \
+                    (target.text.endswith(".json") or "ds_config" in target.text):
+                line = self.script.position(command.heredoc[1])[0]
+                self.out.written_json.append((target.text, command.heredoc[0], line))
+        if words[0] == "sbatch":
+            options = dict((n, (v, argv[0].offset)) for n, v in _options([w or "" for w in words[1:]]))
+            self.allocation(options, "sbatch")
+            return
+        k = 0
+        srun_options: dict[str, tuple[str | None, int]] = {}
+        while k < len(words):
+            word = words[k] or ""
+            base = word.rsplit("/", 1)[-1]
+            if base == "srun":
+                k += 1
+                while k < len(words) and (words[k] or "").startswith("-"):
+                    name, _, value = (words[k] or "").partition("=")
+                    if not value and name in _SLURM_VALUE_OPTIONS and k + 1 < len(words):
+                        value = words[k + 1] or ""
+                        k += 1
+                    srun_options[name] = (value or None, argv[0].offset)
+                    k += 1
+                self.fact("srun_line", True, argv[0])
+                continue
+            if base in _PEEL:
+                k += 1
+                continue
+            if base == "env":
+                k += 1
+                while k < len(words) and "=" in (words[k] or "") and not (words[k] or "").startswith("-"):
+                    k += 1
+                continue
+            if base == "timeout":
+                k += 2
+                continue
+            if base in ("bash", "sh") and k + 1 < len(words) and (words[k + 1] or "").startswith("-") \
+                    and "c" in (words[k + 1] or ""):
+                if srun_options:
+                    self.allocation(srun_options, "srun")
+                return  # the string itself was evaluated as commands of its own
+            break
+        if srun_options:
+            self.allocation(srun_options, "srun")
+        rest = argv[k:]
+        if not rest:
+            return
+        head = (rest[0].text or "").rsplit("/", 1)[-1]
+        if head == "torchrun":
+            self.torchrun(rest, 1)
+        elif re.fullmatch(r"python[0-9.]*", head) and len(rest) > 2 and rest[1].text == "-m" and \
+                rest[2].text in ("torch.distributed.run", "torch.distributed.launch"):
+            self.torchrun(rest, 3)
+        elif head == "deepspeed":
+            self.deepspeed(rest)
+        elif re.fullmatch(r"python[0-9.]*", head) or (rest[0].text or "").endswith(".py"):
+            entry = 1 if re.fullmatch(r"python[0-9.]*", head) else 0
+            while entry < len(rest) and (rest[entry].text or "").startswith("-") and rest[entry].text != "-m":
+                entry += 1
+            if "srun_line" in self.out.facts:
+                self.fact("launcher", "srun", rest[0])
+            else:
+                self.fact("launcher", "python", rest[0])
+            self.entry_args(rest[entry + 1:], rest[min(entry, len(rest) - 1)])
+
+    def torchrun(self, argv: list[Field], start: int) -> None:
+        self.fact("launcher", "torchrun", argv[0])
+        k = start
+        while k < len(argv) and (argv[k].text or "").startswith("-") and argv[k].text != "-m":
+            name, _, value = (argv[k].text or "").partition("=")
+            value_field = argv[k]
+            if not value and name in _TORCHRUN_VALUE and k + 1 < len(argv):
+                value_field = argv[k + 1]
+                value = argv[k + 1].text
+                k += 1
+            if name == "--nnodes" and value is not None:
+                low, _, high = value.partition(":")
+                self.fact("launcher_nodes", _int(low) if not high or high == low else None, value_field)
+            elif name in ("--nproc_per_node", "--nproc-per-node") and value is not None:
+                self.fact("procs_per_node", _int(value), value_field)
+            k += 1
+        if k < len(argv):
+            self.entry_args(argv[k + (2 if argv[k].text == "-m" else 1):], argv[k])
+
+    def deepspeed(self, argv: list[Field]) -> None:
+        self.fact("launcher", "deepspeed", argv[0])
+        k = 1
+        while k < len(argv) and (argv[k].text or "").startswith("-"):
+            name, _, value = (argv[k].text or "").partition("=")
+            value_field = argv[k]
+            if not value and name in _DEEPSPEED_VALUE and k + 1 < len(argv):
+                value_field, value = argv[k + 1], argv[k + 1].text
+                k += 1
+            if name == "--num_nodes":
+                self.fact("launcher_nodes", _int(value), value_field)
+            elif name == "--num_gpus":
+                self.fact("procs_per_node", _int(value), value_field)
+            k += 1
+        if k < len(argv):
+            self.entry_args(argv[k + 1:], argv[k])
+
+    def entry_args(self, args: list[Field], entry: Field) -> None:
+        flags: dict[str, str] = {}
+        k = 0
+        values: dict[str, Field] = {}
+        while k < len(args):
+            text = args[k].text
+            if text is None or not text.startswith("--"):
+                k += 1
+                continue
+            name, eq, value = text.partition("=")
+            field_ = args[k]
+            if not eq and k + 1 < len(args) and not (args[k + 1].text or "").startswith("--"):
+                field_ = args[k + 1]
+                value = args[k + 1].text
+                if name == "--rampup-batch-size" and k + 3 < len(args):
+                    parts = [a.text for a in args[k + 1:k + 4]]
+                    value = " ".join(p or "?" for p in parts)
+                    k += 2
+                k += 1
+            elif not eq:
+                value = None
+            flags[name] = self.src(args[k] if not eq else field_)
+            values[name] = Field(value, field_.offset, field_.note)
+            k += 1
+        if not flags:
+            return
+        self.out.facts["megatron_flags"] = Fact(flags, self.src(entry))
+        megatron = bool(_MEGATRON_HINTS & set(flags))
+        for flag, name in _INT_FLAGS.items():
+            if flag in values and megatron:
+                self.fact(name, _int(values[flag].text), values[flag])
+        for flag, name in _BOOL_FLAGS.items():
+            if flag in values and megatron:
+                self.fact(name, True, values[flag])
+        if megatron:
+            for flag in ("sequence_parallel", "distributed_optimizer"):
+                self.out.facts.setdefault(flag, Fact(False, self.src(entry)))
+            for flag in ("--bf16", "--fp16"):
+                if flag in values:
+                    self.fact("precision", flag[2:], values[flag])
+            if "--lr-warmup-fraction" in values:
+                fraction = values["--lr-warmup-fraction"]
+                self.fact("lr_warmup_fraction", fraction.text, fraction)
+            if "--rampup-batch-size" in values and values["--rampup-batch-size"].text:
+                ramp = [_int(p) for p in values["--rampup-batch-size"].text.split()]
+                self.fact("rampup", tuple(ramp) if len(ramp) == 3 and None not in ramp else None,
+                          values["--rampup-batch-size"])
+            if "--step-batch-size-schedule" in values:
+                self.fact("step_schedule", values["--step-batch-size-schedule"].text or "?",
+                          values["--step-batch-size-schedule"])
+            framework = "megatron-deepspeed" if "--deepspeed" in values else "megatron-lm"
+            self.fact("framework", framework, entry)
+        for flag in ("--deepspeed_config", "--deepspeed-config"):
+            if flag in values and values[flag].text:
+                self.out.json_refs.append((values[flag].text, self.src(values[flag])))
+                if not megatron:
+                    self.fact("framework", "deepspeed", entry)
+
+    # -- environment and derived values ----------------------------------------------------------
+    def environment(self) -> None:
+        var = self.script.variables.get("CUDA_DEVICE_MAX_CONNECTIONS")
+        if var is not None and var.exported:
+            value = var.scalar()
+            self.fact("cuda_device_max_connections", value.text if value.text is not None else "?", value)
+        else:
+            for command in self.script.commands:
+                if "CUDA_DEVICE_MAX_CONNECTIONS" in command.env:
+                    f = command.env["CUDA_DEVICE_MAX_CONNECTIONS"]
+                    self.fact("cuda_device_max_connections", f.text or "?", f)
+        used: dict[str, str] = {}
+        for m in re.finditer(r"\$\{?(SLURM_[A-Z_]+)", self.script.text):
+            used.setdefault(m.group(1), self.src(m.start()))
+        if used:
+            self.out.facts["slurm_variables"] = Fact(used, next(iter(used.values())))
+
+    def world(self) -> None:
+        f = self.out.facts
+        launcher = f.get("launcher")
+        nodes = f.get("sbatch_nodes") or f.get("srun_nodes")
+        if "launcher_nodes" in f and launcher and launcher.value in ("torchrun", "deepspeed"):
+            nodes = f["launcher_nodes"]
+        if nodes:
+            f.setdefault("nodes", nodes)
+        if launcher and launcher.value in ("torchrun", "deepspeed") and "procs_per_node" in f and nodes:
+            f["world_size"] = Fact(nodes.value * f["procs_per_node"].value, f["procs_per_node"].source)
+        elif launcher and launcher.value == "srun":
+            tasks = f.get("srun_ntasks_per_node") or f.get("sbatch_ntasks_per_node")
+            total = f.get("srun_ntasks") or f.get("sbatch_ntasks")
+            if tasks and nodes:
+                f["procs_per_node"] = tasks
+                f["world_size"] = Fact(nodes.value * tasks.value, tasks.source)
+            elif total:
+                f["world_size"] = total
+        pp = f.get("pp")
+        if "layers_per_virtual_stage" in f and "num_layers" in f and "vpp" not in f:
+            per_stage = f["num_layers"].value // (pp.value if pp else 1)
+            n = f["layers_per_virtual_stage"].value
+            if n and per_stage % n == 0:
+                f["vpp"] = Fact(per_stage // n, f["layers_per_virtual_stage"].source)
+
+
+def _options(words: list[str]) -> list[tuple[str, str | None]]:
+    """``--opt=value``, ``--opt value`` and ``-N 2`` forms of sbatch/srun options."""
+    out: list[tuple[str, str | None]] = []
+    k = 0
+    while k < len(words):
+        word = words[k]
+        if not word.startswith("-"):
+            break
+        name, eq, value = word.partition("=")
+        if not eq and name in _SLURM_VALUE_OPTIONS and k + 1 < len(words):
+            value = words[k + 1]
+            k += 1
+        elif not eq and len(name) > 2 and not name.startswith("--") and name[:2] in _SLURM_VALUE_OPTIONS:
+            name, value = name[:2], name[2:]  # -N2
+        out.append((name, value if (eq or value) else None))
+        k += 1
+    return out
+
+
+def read_launch(text: str, file: str, resolve_source=None) -> LaunchRead:
+    return _Reader(text, file, resolve_source).read(text)

@@ -1,0 +1,214 @@
+"""Rules over launch scripts and their configs (the linter's contract): GL004-GL007 batch and
+allocation agreement, GL101-GL105 DeepSpeed config, GL201-GL204 Megatron flags, GL301-GL303
+Slurm headers. They need facts only a script or a DeepSpeed JSON provides, so on a plan from a
+spec most of them have nothing to check."""
+
+from __future__ import annotations
+
+from generator.data import load
+from generator.rules.registry import rule
+
+
+@rule("GL004", "deepspeed-megatron-disagree",
+      "The DeepSpeed JSON and the Megatron arguments must agree on micro batch, global batch and "
+      "ZeRO stage.")
+def ds_megatron(ds_micro_batch_size: int | None = None, micro_batch_size: int | None = None,
+                ds_train_batch_size: int | None = None, global_batch_size: int | None = None,
+                ds_zero_stage: int | None = None, zero_stage: int | None = None) -> str | None:
+    """Nothing in Megatron-DeepSpeed compares them: with a JSON micro batch other than
+    --micro-batch-size the pipeline engine pulls the wrong number of micro-batches silently, and
+    pretrain_gpt.py enables zero.Init only when --zero-stage is 3. Fix: write each value once
+    (gen-launch generates both from one plan)."""
+    pairs = (("micro batch", "ds_micro_batch_size", ds_micro_batch_size, "--micro-batch-size",
+              "micro_batch_size", micro_batch_size),
+             ("train_batch_size", "ds_train_batch_size", ds_train_batch_size, "--global-batch-size",
+              "global_batch_size", global_batch_size),
+             ("zero_optimization.stage", "ds_zero_stage", ds_zero_stage, "--zero-stage", "zero_stage",
+              zero_stage))
+    for ds_label, ds_fact, ds_value, flag, fact, value in pairs:
+        if ds_value is not None and value is not None and ds_value != value:
+            return f"DeepSpeed {ds_label} {ds_value} ≠ {flag} {value}", (ds_fact, fact)
+    return None
+
+
+@rule("GL005", "allocation-launcher-mismatch",
+      "The Slurm allocation and the processes the launcher starts must agree.")
+def allocation(launcher: str, sbatch_nodes: int | None = None, launcher_nodes: int | None = None,
+               sbatch_gpus_per_node: int | None = None, procs_per_node: int | None = None) -> str | None:
+    """An sbatch header that allocates other nodes or GPUs than the launcher uses either hangs at
+    the rendezvous (more nodes expected than allocated), wastes the allocation, or crashes with
+    more processes than GPUs. Fix: derive the launcher's counts from the allocation."""
+    if sbatch_nodes is not None and launcher_nodes is not None and sbatch_nodes != launcher_nodes:
+        return f"#SBATCH allocates {sbatch_nodes} nodes but {launcher} starts on {launcher_nodes}"
+    if sbatch_gpus_per_node is not None and procs_per_node is not None and \
+            sbatch_gpus_per_node != procs_per_node:
+        return (f"#SBATCH allocates {sbatch_gpus_per_node} GPUs per node but {launcher} starts "
+                f"{procs_per_node} processes per node")
+    return None
+
+
+@rule("GL006", "rampup-not-divisible",
+      "Every batch size of a ramp-up must be a multiple of micro × dp and reach the global batch.")
+def rampup(rampup: tuple, global_batch_size: int, micro_batch_size: int | None = None,
+           dp: int | None = None) -> str | None:
+    """Megatron's ramp-up calculator (≤ core 0.17) asserts ``expected global batch size interval
+    (G−S) to be divisible by global batch size increment (I)``, and each step of the ramp checks
+    ``current global batch size ... is not divisible by micro-batch-size ... times data parallel
+    size``. Fix: start and increment multiples of micro × dp."""
+    start, increment, _samples = rampup
+    if increment <= 0 or (global_batch_size - start) % increment:
+        return (f"--rampup-batch-size: global batch {global_batch_size} − start {start} = "
+                f"{global_batch_size - start} is not divisible by the increment {increment}")
+    if micro_batch_size and dp:
+        step = micro_batch_size * dp
+        for name, value in (("start", start), ("increment", increment)):
+            if value % step:
+                return (f"--rampup-batch-size {name} {value} is not divisible by micro "
+                        f"{micro_batch_size} × dp {dp} = {step}")
+    return None
+
+
+@rule("GL007", "rampup-or-schedule-conflict",
+      "Ramp-up needs sample-based training (and Megatron ≤ core 0.17); a step schedule excludes "
+      "--global-batch-size.")
+def rampup_conflict(megatron_flags: dict) -> str | None:
+    """Megatron: ``expected no batch-size rampup for iteration-based training``; from core 0.18
+    --rampup-batch-size is parsed and silently ignored; ``Cannot specify both
+    --step-batch-size-schedule and --global-batch-size``. Fix: --train-samples with the ramp, or
+    a step schedule without --global-batch-size on current Megatron."""
+    if "--rampup-batch-size" in megatron_flags and "--train-iters" in megatron_flags:
+        return ("--rampup-batch-size with --train-iters: Megatron accepts a ramp-up only with "
+                "sample-based training (--train-samples)")
+    if "--step-batch-size-schedule" in megatron_flags and "--global-batch-size" in megatron_flags:
+        return "--step-batch-size-schedule cannot be combined with --global-batch-size"
+    return None
+
+
+@rule("GL101", "deepspeed-auto", "\"auto\" is resolved only by the HF Trainer and accelerate.")
+def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None = None) -> str | None:
+    """DeepSpeed itself never resolves "auto": batch keys raise TypeError, and in the pydantic
+    sections (zero_optimization, bf16, fp16) it silently becomes the default (stage 0, bf16 off).
+    Fix: write the numbers (gen-launch computes them)."""
+    dropped = load("deepspeed_keys.yaml")["auto_dropped_sections"]
+    hf = launcher == "accelerate"
+    for path, _source in ds_auto:
+        if path.split(".")[0] in dropped:
+            return f"\"auto\" at {path}: DeepSpeed silently replaces it with the default"
+        if not hf and (framework is not None or launcher is not None):
+            return f"\"auto\" at {path}: only the HF Trainer / accelerate fill it in; DeepSpeed fails on it"
+    return None
+
+
+@rule("GL102", "deepspeed-rejected-key",
+      "A key DeepSpeed 0.19 rejects: removed, or unknown in a strict section.")
+def ds_rejected(ds_removed_keys: tuple = (), ds_unknown_keys: tuple = ()) -> str | None:
+    """DeepSpeed 0.19.8 raises DeepSpeedConfigError for removed blocks (elasticity, amp,
+    curriculum_learning, ...), and its pydantic sections (zero_optimization, fp16, bf16, offload)
+    reject unknown keys (``Extra inputs are not permitted``), so a typo such as overlap_com fails."""
+    if ds_removed_keys:
+        return f"{ds_removed_keys[0][0]} was removed from DeepSpeed (0.19.8 rejects it)"
+    if ds_unknown_keys:
+        return f"{ds_unknown_keys[0][0]} is not a DeepSpeed key; this section rejects unknown keys"
+    return None
+
+
+@rule("GL103", "fp16-and-bf16", "fp16 and bf16 cannot both be enabled.")
+def fp16_bf16(ds_fp16: bool, ds_bf16: bool) -> str | None:
+    """DeepSpeed: ``bfloat16 and fp16 modes cannot be simultaneously enabled``."""
+    return "fp16 and bf16 are both enabled; enable one" if ds_fp16 and ds_bf16 else None
+
+
+@rule("GL105", "deepspeed-scheduler",
+      "A DeepSpeed scheduler needs total_num_steps (decaying ones) and a warmup shorter than it.")
+def ds_scheduler(ds_scheduler: tuple) -> str | None:
+    """WarmupDecayLR and WarmupCosineLR fail at construction without total_num_steps (``missing 1
+    required positional argument``); with warmup_num_steps ≥ total_num_steps they only warn and
+    never decay. DeepSpeedConfig alone does not build the scheduler, so this shows up late."""
+    kind, params = ds_scheduler
+    if kind in ("WarmupDecayLR", "WarmupCosineLR") and "total_num_steps" not in params:
+        return f"{kind} needs scheduler.params.total_num_steps"
+    total, warmup = params.get("total_num_steps"), params.get("warmup_num_steps")
+    if isinstance(total, int) and isinstance(warmup, int) and warmup >= total:
+        return f"warmup_num_steps {warmup} is not shorter than total_num_steps {total}"
+    return None
+
+
+@rule("GL201", "megatron-removed-flag", "A Megatron-LM flag that was removed or renamed.")
+def removed_flag(megatron_flags: dict) -> str | None:
+    """Removed flags make the program exit; renamed ones are rejected by argparse; no-op flags are
+    accepted and do nothing (reference/megatron.md §11). Fix: the replacement named."""
+    table = load("megatron_flags.yaml")
+    for flag in megatron_flags:
+        if flag in table:
+            entry = table[flag]
+            return f"{flag} is {entry['status']} in current Megatron-LM; use {entry['use']}"
+    return None
+
+
+@rule("GL202", "query-groups-without-gqa",
+      "--num-query-groups is ignored without --group-query-attention.")
+def groups_without_gqa(megatron_flags: dict, framework: str) -> str | None:
+    """Megatron-LM builds the TransformerConfig with num_query_groups only when
+    --group-query-attention is given; otherwise the model silently uses full multi-head
+    attention. Fix: add --group-query-attention."""
+    if framework == "megatron-lm" and "--num-query-groups" in megatron_flags and \
+            "--group-query-attention" not in megatron_flags:
+        return "--num-query-groups has no effect without --group-query-attention"
+    return None
+
+
+@rule("GL203", "cuda-device-max-connections",
+      "Megatron needs CUDA_DEVICE_MAX_CONNECTIONS=1 with tp > 1 or cp > 1 before Blackwell.",
+      severity="warning")
+def cuda_connections(tp: int, framework: str, cp: int | None = None,
+                     cuda_device_max_connections: str | None = None, gpu_vendor: str | None = None,
+                     nvidia_cc: float | None = None) -> str | None:
+    """Megatron asserts ``Using tensor model parallelism or context parallelism require setting the
+    environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`` on GPUs below compute capability 10
+    (a warning here: the GPU is often not known from a script). Fix: export it."""
+    if framework not in ("megatron-lm", "megatron-deepspeed") or (tp == 1 and (cp or 1) == 1):
+        return None
+    if (gpu_vendor and gpu_vendor != "nvidia") or (nvidia_cc and nvidia_cc >= 10):
+        return None
+    if cuda_device_max_connections == "1":
+        return None
+    shown = "not set" if cuda_device_max_connections is None else f"= {cuda_device_max_connections}"
+    return f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; export CUDA_DEVICE_MAX_CONNECTIONS=1 (tp {tp})"
+
+
+@rule("GL301", "sbatch-launch-style", "The sbatch header must fit the launch style.")
+def sbatch_style(launcher: str, srun_line: bool | None = None,
+                 sbatch_ntasks_per_node: int | None = None, srun_ntasks_per_node: int | None = None,
+                 sbatch_nodes: int | None = None, sbatch_ntasks: int | None = None) -> str | None:
+    """torchrun and the DeepSpeed launcher start all processes of a node themselves, so srun must
+    run one of them per node: with more tasks per node every task starts a full set of ranks.
+    --ntasks must equal nodes × ntasks-per-node when both are given."""
+    tasks = srun_ntasks_per_node or sbatch_ntasks_per_node
+    if launcher in ("torchrun", "deepspeed") and srun_line and tasks and tasks > 1:
+        return (f"{tasks} tasks per node each start {launcher}, which starts every process of the "
+                "node itself; use --ntasks-per-node=1")
+    if sbatch_nodes and sbatch_ntasks and sbatch_ntasks_per_node and \
+            sbatch_ntasks != sbatch_nodes * sbatch_ntasks_per_node:
+        return (f"--ntasks {sbatch_ntasks} ≠ --nodes {sbatch_nodes} × --ntasks-per-node "
+                f"{sbatch_ntasks_per_node}")
+    return None
+
+
+@rule("GL302", "sbatch-after-command", "#SBATCH lines after the first command are ignored.")
+def sbatch_late(sbatch_late_lines: tuple) -> str | None:
+    """sbatch stops reading directives at the first command; everything after is a comment, so
+    the job silently runs with defaults. Fix: move the #SBATCH lines to the top."""
+    return (f"{len(sbatch_late_lines)} #SBATCH line(s) after the first command are ignored by Slurm"
+            if sbatch_late_lines else None)
+
+
+@rule("GL303", "slurm-variable-not-provided",
+      "The script reads a Slurm variable that its header does not make Slurm set.")
+def slurm_variable(slurm_variables: dict, sbatch_options: tuple = ()) -> str | None:
+    """E.g. SLURM_NTASKS without --ntasks, SLURM_GPUS_ON_NODE without a GPU request,
+    SLURM_GPUS_PER_NODE without --gpus-per-node (it stays empty with --gres). Unset, they expand
+    to nothing (or abort under set -u). Fix: request the resource, or use another variable."""
+    for variable, needs in load("slurm_variables.yaml").items():
+        if variable in slurm_variables and not set(needs) & set(sbatch_options):
+            return f"${variable} is not set by Slurm without {' or '.join(needs)} in the header"
+    return None
