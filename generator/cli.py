@@ -28,7 +28,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     no_args_is_help=True,
 )
-COMMANDS = {"generate", "explain", "schema", "rules"}
+COMMANDS = {"generate", "explain", "schema", "rules", "lint"}
 T = TypeVar("T")
 
 
@@ -42,6 +42,13 @@ class Target(str, enum.Enum):
 class Format(str, enum.Enum):
     text = "text"
     json = "json"
+
+
+class LintFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
 
 
 def _version(value: bool) -> None:
@@ -150,6 +157,49 @@ def explain(
             sys.stdout.write(explain_text(plan))
 
     _guarded(run)
+
+
+@app.command()
+def lint(
+    paths: Annotated[list[Path], typer.Argument(
+        help="Launch scripts, DeepSpeed JSON, specs or folders.", show_default=False)],
+    output_format: Annotated[LintFormat, typer.Option("--output-format", "-f",
+                                                      help="text, json, github or sarif.")] = LintFormat.text,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
+    select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes or prefixes "
+                      "(GL0, GL004); repeat or separate with commas.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option(
+        "--ignore", help="Skip these codes or prefixes.")] = None,
+) -> None:
+    """Find batch and parallelism inconsistencies in existing launch files (static: nothing runs).
+    Exit 0 clean, 1 errors found, 2 usage or unreadable input."""
+
+    def run() -> int:
+        from generator.lint import lint_paths
+        from generator.lint.report import REPORTERS
+
+        def codes(values: list[str] | None) -> list[str]:
+            return [c.strip().upper() for v in values or [] for c in v.split(",") if c.strip()]
+
+        report = lint_paths(paths, codes(select), codes(ignore))
+        for where, what in report.problems:
+            typer.echo(f"{where}: cannot read: {what}", err=True)
+        rendered = REPORTERS[output_format.value](report.items)
+        if output is not None:
+            try:
+                output.write_text(rendered, encoding="utf-8")
+            except OSError as exc:
+                raise UserError(f"cannot write {output}: {exc.strerror}") from None
+        else:
+            sys.stdout.write(rendered)
+        if output_format is LintFormat.text:
+            typer.echo(f"{report.files} file(s) checked, {report.errors} error(s), "
+                       f"{len(report.items) - report.errors} warning(s)", err=True)
+        return 2 if report.fatal else 1 if report.errors else 0
+
+    code = _guarded(run)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

@@ -1,2 +1,94 @@
 """`gen-launch lint`: read existing launch scripts and DeepSpeed JSON statically, reconstruct the
 run they imply, and report every inconsistency with the same rules the generator uses."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from generator.errors import UserError
+from generator.lint.discover import discover, looks_like_spec, read_text
+from generator.lint.engine import lint_texts
+from generator.lint.report import Located, locate
+
+_NOQA = re.compile(r"gen-launch:\s*noqa(?::?\s*(?P<codes>[A-Z]{2}\d{3}(?:[\s,]+[A-Z]{2}\d{3})*))?")
+
+
+@dataclass
+class Report:
+    items: list[Located] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    fatal: bool = False
+    files: int = 0
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for i in self.items if i.level == "error")
+
+
+def lint_paths(paths: list[Path], select: list[str] = (), ignore: list[str] = ()) -> Report:
+    report = Report()
+    explicit, found = discover(paths)
+    texts: dict[str, str] = {}
+    for path in [*explicit, *found]:
+        text, why = read_text(path)
+        if text is None:
+            report.problems.append((str(path), why))
+            report.fatal = True
+            continue
+        if path.suffix in (".yaml", ".yml"):
+            if looks_like_spec(text):
+                _lint_spec(path, report)
+            continue
+        texts[str(path)] = text
+    report.files = len(texts)
+
+    def extra(candidate: str) -> tuple[str, str] | None:
+        path = Path(candidate)
+        if path.is_file():
+            text, _ = read_text(path)
+            return (candidate, text) if text is not None else None
+        return None
+
+    result = lint_texts(texts, extra)
+    report.problems += result.problems
+    report.fatal = report.fatal or result.fatal
+    report.items += [locate(f) for f in result.findings]
+    report.items = sorted(
+        (i for i in report.items if _selected(i.finding.code, select, ignore) and not _suppressed(i, texts)),
+        key=lambda i: (i.path, i.line, i.column, i.finding.code))
+    return report
+
+
+def _lint_spec(path: Path, report: Report) -> None:
+    """A gen-launch spec is linted by resolving it: its plan errors are its findings."""
+    from generator.plan.plan import PlanError, resolve
+    from generator.spec.model import load_spec
+
+    try:
+        plan = resolve(load_spec(path))
+        report.items += [locate(w) for w in plan.warnings]
+    except PlanError as exc:
+        report.items += [locate(f) for f in exc.findings]
+    except UserError as exc:
+        report.problems.append((str(exc.location or path), exc.message))
+        report.fatal = True
+
+
+def _selected(code: str, select: list[str], ignore: list[str]) -> bool:
+    if select and not any(code.startswith(p) for p in select):
+        return False
+    return not any(code.startswith(p) for p in ignore)
+
+
+def _suppressed(item: Located, texts: dict[str, str]) -> bool:
+    """`# gen-launch: noqa` (all codes) or `# gen-launch: noqa GL004` on the finding's line."""
+    text = texts.get(item.path)
+    if text is None:
+        return False
+    lines = text.splitlines()
+    if not 0 < item.line <= len(lines):
+        return False
+    m = _NOQA.search(lines[item.line - 1])
+    return bool(m) and (not m["codes"] or item.finding.code in re.split(r"[\s,]+", m["codes"]))

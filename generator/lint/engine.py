@@ -105,11 +105,14 @@ def views(run: Run) -> list[dict[str, Fact]]:
     for ds_name, generic in _DS_GENERIC.items():
         if ds_name in run.ds_facts and generic not in script:
             script[generic] = run.ds_facts[ds_name]
-    if run.ds_facts and "framework" not in script and ("launcher" in script or not run.facts):
+    if run.ds_facts and "framework" not in script and "launcher" in script:
         script["framework"] = Fact("deepspeed", next(iter(run.ds_facts.values())).source)
     for generic, ds_name in (("cp", "ds_sequence_parallel_size"), ("pp", "ds_pipeline_stages")):
         if generic not in script and isinstance(run.ds_facts.get(ds_name, Fact(None, "")).value, int):
             script[generic] = run.ds_facts[ds_name]  # Ulysses; a PipelineModule's stages
+    if run.facts:  # a launch: parallel sizes not given are Megatron's and DeepSpeed's default 1
+        for name in ("tp", "pp", "cp", "ep"):
+            script.setdefault(name, Fact(1, "default"))
     _data_parallel(script)
     _schedule_in_iterations(script)
     if not any(k in run.ds_facts for k in _DS_GENERIC):
@@ -148,8 +151,8 @@ def _schedule_in_iterations(facts: dict[str, Fact]) -> None:
 
 
 def check_run(run: Run) -> list[Finding]:
-    seen: dict[tuple[str, tuple[str, ...]], Finding] = {}
+    seen: dict[tuple[str, str], Finding] = {}
     for facts in views(run):
         for finding in run_rules(facts):
-            seen.setdefault((finding.code, finding.sources[:1]), finding)
+            seen.setdefault((finding.code, finding.message), finding)
     return list(seen.values())

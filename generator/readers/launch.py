@@ -209,21 +209,22 @@ class _Reader:
         if not rest:
             return
         head = (rest[0].text or "").rsplit("/", 1)[-1]
+        python = re.fullmatch(r"python[0-9.]*", head) is not None
+        k = 1
+        while python and k < len(rest) and (rest[k].text or "") in ("-u", "-O", "-OO", "-B", "-s", "-E"):
+            k += 1  # interpreter flags before -m or the script
+        module = rest[k + 1].text if python and k + 1 < len(rest) and rest[k].text == "-m" else None
         if head == "torchrun":
             self.torchrun(rest, 1)
-        elif re.fullmatch(r"python[0-9.]*", head) and len(rest) > 2 and rest[1].text == "-m" and \
-                rest[2].text in ("torch.distributed.run", "torch.distributed.launch"):
-            self.torchrun(rest, 3)
+        elif module in ("torch.distributed.run", "torch.distributed.launch"):
+            self.torchrun(rest, k + 2)
         elif head == "deepspeed":
             self.deepspeed(rest)
-        elif re.fullmatch(r"python[0-9.]*", head) or (rest[0].text or "").endswith(".py"):
-            entry = 1 if re.fullmatch(r"python[0-9.]*", head) else 0
-            while entry < len(rest) and (rest[entry].text or "").startswith("-") and rest[entry].text != "-m":
-                entry += 1
-            if "srun_line" in self.out.facts:
-                self.fact("launcher", "srun", rest[0])
-            else:
-                self.fact("launcher", "python", rest[0])
+        elif head == "accelerate":
+            self.fact("launcher", "accelerate", rest[0])
+        elif python or (rest[0].text or "").endswith(".py"):
+            entry = k if python else 0
+            self.fact("launcher", "srun" if "srun_line" in self.out.facts else "python", rest[0])
             self.entry_args(rest[entry + 1:], rest[min(entry, len(rest) - 1)])
 
     def torchrun(self, argv: list[Field], start: int) -> None:
@@ -332,8 +333,8 @@ class _Reader:
                     f = command.env["CUDA_DEVICE_MAX_CONNECTIONS"]
                     self.fact("cuda_device_max_connections", f.text or "?", f)
         used: dict[str, str] = {}
-        for m in re.finditer(r"\$\{?(SLURM_[A-Z_]+)", self.script.text):
-            used.setdefault(m.group(1), self.src(m.start()))
+        for name, offset in _batch_shell_slurm_variables(self.script.text):
+            used.setdefault(name, self.src(offset))
         if used:
             self.out.facts["slurm_variables"] = Fact(used, next(iter(used.values())))
 
@@ -346,13 +347,13 @@ class _Reader:
         if nodes:
             f.setdefault("nodes", nodes)
         if launcher and launcher.value in ("torchrun", "deepspeed") and "procs_per_node" in f and nodes:
-            f["world_size"] = Fact(nodes.value * f["procs_per_node"].value, f["procs_per_node"].source)
+            f["world_size"] = Fact(nodes.value * f["procs_per_node"].value, nodes.source)
         elif launcher and launcher.value == "srun":
             tasks = f.get("srun_ntasks_per_node") or f.get("sbatch_ntasks_per_node")
             total = f.get("srun_ntasks") or f.get("sbatch_ntasks")
             if tasks and nodes:
                 f["procs_per_node"] = tasks
-                f["world_size"] = Fact(nodes.value * tasks.value, tasks.source)
+                f["world_size"] = Fact(nodes.value * tasks.value, nodes.source)
             elif total:
                 f["world_size"] = total
         pp = f.get("pp")
@@ -361,6 +362,33 @@ class _Reader:
             n = f["layers_per_virtual_stage"].value
             if n and per_stage % n == 0:
                 f["vpp"] = Fact(per_stage // n, f["layers_per_virtual_stage"].source)
+
+
+def _batch_shell_slurm_variables(text: str) -> list[tuple[str, int]]:
+    """$SLURM_* read by the batch shell itself: not in comments, not escaped (\\$), not inside
+    single quotes (those are expanded later, by the shell of an srun task)."""
+    found: list[tuple[str, int]] = []
+    single = double = False
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and not single:
+            i += 2
+            continue
+        if c == "'" and not double:
+            single = not single
+        elif c == '"' and not single:
+            double = not double
+        elif c == "#" and not single and not double and (i == 0 or text[i - 1] in " \t\n;"):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif c == "$" and not single:
+            m = re.match(r"\$\{?(SLURM_[A-Z_]+)", text[i:i + 64])
+            if m:
+                found.append((m.group(1), i))
+        i += 1
+    return found
 
 
 def _options(words: list[str]) -> list[tuple[str, str | None]]:

@@ -39,11 +39,12 @@ def allocation(launcher: str, sbatch_nodes: int | None = None, launcher_nodes: i
     the rendezvous (more nodes expected than allocated), wastes the allocation, or crashes with
     more processes than GPUs. Fix: derive the launcher's counts from the allocation."""
     if sbatch_nodes is not None and launcher_nodes is not None and sbatch_nodes != launcher_nodes:
-        return f"#SBATCH allocates {sbatch_nodes} nodes but {launcher} starts on {launcher_nodes}"
+        return (f"#SBATCH allocates {sbatch_nodes} nodes but {launcher} starts on {launcher_nodes}",
+                ("launcher_nodes", "sbatch_nodes"))
     if sbatch_gpus_per_node is not None and procs_per_node is not None and \
             sbatch_gpus_per_node != procs_per_node:
         return (f"#SBATCH allocates {sbatch_gpus_per_node} GPUs per node but {launcher} starts "
-                f"{procs_per_node} processes per node")
+                f"{procs_per_node} processes per node", ("procs_per_node", "sbatch_gpus_per_node"))
     return None
 
 
@@ -76,11 +77,16 @@ def rampup_conflict(megatron_flags: dict) -> str | None:
     --rampup-batch-size is parsed and silently ignored; ``Cannot specify both
     --step-batch-size-schedule and --global-batch-size``. Fix: --train-samples with the ramp, or
     a step schedule without --global-batch-size on current Megatron."""
-    if "--rampup-batch-size" in megatron_flags and "--train-iters" in megatron_flags:
+    flags = megatron_flags
+    if "--rampup-batch-size" in flags and "--train-iters" in flags:
         return ("--rampup-batch-size with --train-iters: Megatron accepts a ramp-up only with "
-                "sample-based training (--train-samples)")
-    if "--step-batch-size-schedule" in megatron_flags and "--global-batch-size" in megatron_flags:
-        return "--step-batch-size-schedule cannot be combined with --global-batch-size"
+                "sample-based training (--train-samples)", (),
+                ("--rampup-batch-size", flags["--rampup-batch-size"]),
+                ("--train-iters", flags["--train-iters"]))
+    if "--step-batch-size-schedule" in flags and "--global-batch-size" in flags:
+        return ("--step-batch-size-schedule cannot be combined with --global-batch-size", (),
+                ("--step-batch-size-schedule", flags["--step-batch-size-schedule"]),
+                ("--global-batch-size", flags["--global-batch-size"]))
     return None
 
 
@@ -91,11 +97,13 @@ def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None =
     Fix: write the numbers (gen-launch computes them)."""
     dropped = load("deepspeed_keys.yaml")["auto_dropped_sections"]
     hf = launcher == "accelerate"
-    for path, _source in ds_auto:
+    for path, source in ds_auto:
         if path.split(".")[0] in dropped:
-            return f"\"auto\" at {path}: DeepSpeed silently replaces it with the default"
+            return (f"\"auto\" at {path}: DeepSpeed silently replaces it with the default", (),
+                    (path, source))
         if not hf and (framework is not None or launcher is not None):
-            return f"\"auto\" at {path}: only the HF Trainer / accelerate fill it in; DeepSpeed fails on it"
+            return (f"\"auto\" at {path}: only the HF Trainer / accelerate fill it in; DeepSpeed "
+                    "fails on it", (), (path, source))
     return None
 
 
@@ -106,9 +114,11 @@ def ds_rejected(ds_removed_keys: tuple = (), ds_unknown_keys: tuple = ()) -> str
     curriculum_learning, ...), and its pydantic sections (zero_optimization, fp16, bf16, offload)
     reject unknown keys (``Extra inputs are not permitted``), so a typo such as overlap_com fails."""
     if ds_removed_keys:
-        return f"{ds_removed_keys[0][0]} was removed from DeepSpeed (0.19.8 rejects it)"
+        key, source = ds_removed_keys[0]
+        return f"{key} was removed from DeepSpeed (0.19.8 rejects it)", (), (key, source)
     if ds_unknown_keys:
-        return f"{ds_unknown_keys[0][0]} is not a DeepSpeed key; this section rejects unknown keys"
+        key, source = ds_unknown_keys[0]
+        return f"{key} is not a DeepSpeed key; this section rejects unknown keys", (), (key, source)
     return None
 
 
@@ -138,10 +148,11 @@ def removed_flag(megatron_flags: dict) -> str | None:
     """Removed flags make the program exit; renamed ones are rejected by argparse; no-op flags are
     accepted and do nothing (reference/megatron.md §11). Fix: the replacement named."""
     table = load("megatron_flags.yaml")
-    for flag in megatron_flags:
+    for flag, source in megatron_flags.items():
         if flag in table:
             entry = table[flag]
-            return f"{flag} is {entry['status']} in current Megatron-LM; use {entry['use']}"
+            return (f"{flag} is {entry['status']} in current Megatron-LM; use {entry['use']}", (),
+                    (flag, source))
     return None
 
 
@@ -153,7 +164,8 @@ def groups_without_gqa(megatron_flags: dict, framework: str) -> str | None:
     attention. Fix: add --group-query-attention."""
     if framework == "megatron-lm" and "--num-query-groups" in megatron_flags and \
             "--group-query-attention" not in megatron_flags:
-        return "--num-query-groups has no effect without --group-query-attention"
+        return ("--num-query-groups has no effect without --group-query-attention", (),
+                ("--num-query-groups", megatron_flags["--num-query-groups"]))
     return None
 
 
@@ -186,7 +198,8 @@ def sbatch_style(launcher: str, srun_line: bool | None = None,
     tasks = srun_ntasks_per_node or sbatch_ntasks_per_node
     if launcher in ("torchrun", "deepspeed") and srun_line and tasks and tasks > 1:
         return (f"{tasks} tasks per node each start {launcher}, which starts every process of the "
-                "node itself; use --ntasks-per-node=1")
+                "node itself; use --ntasks-per-node=1",
+                ("srun_ntasks_per_node" if srun_ntasks_per_node else "sbatch_ntasks_per_node", "launcher"))
     if sbatch_nodes and sbatch_ntasks and sbatch_ntasks_per_node and \
             sbatch_ntasks != sbatch_nodes * sbatch_ntasks_per_node:
         return (f"--ntasks {sbatch_ntasks} ≠ --nodes {sbatch_nodes} × --ntasks-per-node "
@@ -210,5 +223,6 @@ def slurm_variable(slurm_variables: dict, sbatch_options: tuple = ()) -> str | N
     to nothing (or abort under set -u). Fix: request the resource, or use another variable."""
     for variable, needs in load("slurm_variables.yaml").items():
         if variable in slurm_variables and not set(needs) & set(sbatch_options):
-            return f"${variable} is not set by Slurm without {' or '.join(needs)} in the header"
+            return (f"${variable} is not set by Slurm without {' or '.join(needs)} in the header",
+                    (), (variable, slurm_variables[variable]))
     return None

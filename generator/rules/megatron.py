@@ -148,16 +148,25 @@ def schedule_contradiction(warmup_iters: int | None = None, train_iters: int | N
     scheduler asserts warmup_steps < decay_steps (DeepSpeed's WarmupDecayLR only warns, then never
     decays). Fix: one family of flags, and a warmup of 1-5% of the run."""
     flags = megatron_flags or {}
+
+    def at(flag: str) -> tuple[str, str]:
+        return flag, flags[flag]
+
     if "--train-iters" in flags and "--train-samples" in flags:
-        return "--train-iters and --train-samples are both given; keep one"
-    if "--lr-warmup-fraction" in flags and ({"--lr-warmup-iters", "--lr-warmup-samples"} & set(flags)):
-        return "--lr-warmup-fraction excludes --lr-warmup-iters and --lr-warmup-samples"
-    samples = {"--lr-decay-samples", "--lr-warmup-samples"} & set(flags)
-    iterations = {"--lr-decay-iters", "--lr-warmup-iters"} & set(flags)
+        return ("--train-iters and --train-samples are both given; keep one", (),
+                at("--train-samples"), at("--train-iters"))
+    warmup_counts = sorted({"--lr-warmup-iters", "--lr-warmup-samples"} & set(flags))
+    if "--lr-warmup-fraction" in flags and warmup_counts:
+        return ("--lr-warmup-fraction excludes --lr-warmup-iters and --lr-warmup-samples", (),
+                at(warmup_counts[0]), at("--lr-warmup-fraction"))
+    samples = sorted({"--lr-decay-samples", "--lr-warmup-samples"} & set(flags))
+    iterations = sorted({"--lr-decay-iters", "--lr-warmup-iters"} & set(flags))
     if "--train-iters" in flags and samples:
-        return f"--train-iters with {sorted(samples)[0]}: Megatron expects iteration-based flags"
+        return (f"--train-iters with {samples[0]}: Megatron expects iteration-based flags", (),
+                at(samples[0]), at("--train-iters"))
     if "--train-samples" in flags and iterations:
-        return f"--train-samples with {sorted(iterations)[0]}: Megatron expects sample-based flags"
+        return (f"--train-samples with {iterations[0]}: Megatron expects sample-based flags", (),
+                at(iterations[0]), at("--train-samples"))
     if warmup_iters is not None and train_iters is not None and warmup_iters >= train_iters:
         return (f"warmup of {warmup_iters} iterations is not shorter than the run of {train_iters} "
                 "iterations; use a warmup of 1-5% of the run")

