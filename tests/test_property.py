@@ -10,7 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.readers.megatron_args import array_tokens
+from generator.readers.bash import read_script
+from generator.readers.bash.evaluate import join
 from generator.render import render_all
 
 from .helpers import plan_of
@@ -98,7 +99,8 @@ def test_artifacts_agree(data: dict) -> None:
         assert ds["zero_optimization"]["stage"] == plan.zero_stage
         assert "auto" not in files["ds_config.json"]
     if "megatron_args.sh" in files:
-        words = [w for w, _ in array_tokens(files["megatron_args.sh"])]
+        values = read_script(files["megatron_args.sh"]).variables["MEGATRON_ARGS"].values
+        words = [join(value).text for value in values]
         flag = {w: words[i + 1] for i, w in enumerate(words[:-1]) if w.startswith("--")}
         assert int(flag["--micro-batch-size"]) == plan.micro_batch_size
         assert int(flag["--global-batch-size"]) == plan.global_batch_size

@@ -1,0 +1,81 @@
+"""Real bash is the oracle of the static reader: each script runs under bash with its launchers
+stubbed (they only record their argv), and the reader must find the same commands, word for
+word. Values only known at run time are unknown to the reader and match anything."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from generator.readers.bash import read_script
+from generator.readers.bash.evaluate import UNKNOWN
+
+from .conftest import ROOT
+
+STUBS = ("srun", "torchrun", "deepspeed", "python", "python3", "sbatch")  # record their argv
+QUIET = {"scontrol": "node1", "hostname": "node1"}  # used inside $(...): answer, record nothing
+SCRIPTS = [
+    *sorted((ROOT / "tests" / "lint_corpus" / "clean").glob("*.s*")),
+    *(ROOT / "tests" / "lint_corpus" / "bad" / n for n in
+      ("ds_micro_mismatch.sh", "old_flags.sh", "gbs_not_divisible.sbatch", "rampup.slurm", "hostile.sh")),
+    *sorted((ROOT / "tests" / "golden").glob("*/launch.sbatch")),
+]
+ENV = {"SLURM_JOB_ID": "42", "SLURM_NNODES": "4", "SLURM_JOB_NODELIST": "node[1-4]",
+       "SLURM_JOBID": "42", "SLURM_PROCID": "0", "GEN_LAUNCH_DIR": "."}
+
+
+def run_with_stubs(script: Path, tmp_path: Path) -> list[list[str]]:
+    stubs, log = tmp_path / "bin", tmp_path / "calls"
+    stubs.mkdir()
+    for name in STUBS:
+        (stubs / name).write_text(f'#!/bin/bash\nprintf "%s\\\\0" "{name}" "$@" >> "{log}"\n'
+                                  f'printf "\\\\n\\\\0" >> "{log}"\n')
+    for name, answer in QUIET.items():
+        (stubs / name).write_text(f"#!/bin/bash\necho {answer}\n")
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    for sibling in script.parent.iterdir():
+        if sibling.is_file():
+            (work / sibling.name).write_bytes(sibling.read_bytes())
+    nodes = re.search(r"^#SBATCH --nodes=(\d+)", script.read_text(), re.M)
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "HOME": str(tmp_path), **ENV,
+           "SLURM_NNODES": nodes.group(1) if nodes else ENV["SLURM_NNODES"]}
+    subprocess.run(["bash", script.name], cwd=work, env=env, capture_output=True, timeout=60, check=False)
+    calls = log.read_text().split("\n\0") if log.exists() else []
+    return [c.split("\0")[:-1] for c in calls if c]
+
+
+def static_calls(script: Path) -> list[list[str]]:
+    def beside(path: str) -> tuple[str, str] | None:
+        candidate = script.parent / path.rsplit(UNKNOWN, 1)[-1].lstrip("/")
+        return (str(candidate), candidate.read_text()) if candidate.is_file() else None
+
+    parsed = read_script(script.read_text(), str(script), beside)
+    return [[f.text for f in c.argv] for c in parsed.commands
+            if c.depth == 0 and c.argv and c.argv[0].text in STUBS]
+
+
+def same(static: str, real: str) -> bool:
+    if UNKNOWN not in static:
+        return static == real
+    pieces = static.split(UNKNOWN)
+    return real.startswith(pieces[0]) and real.endswith(pieces[-1])
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_reader_matches_bash(script: Path, tmp_path: Path) -> None:
+    real = run_with_stubs(script, tmp_path)
+    static = static_calls(script)
+    assert real, "bash ran none of the stubbed commands"
+    assert len(static) == len(real), (static, real)
+    for s_argv, r_argv in zip(static, real, strict=True):
+        if s_argv and UNKNOWN in s_argv[-1] and len(r_argv) > len(s_argv):
+            r_argv = r_argv[: len(s_argv)]  # an unknown "$@" may stand for several words
+        assert len(s_argv) == len(r_argv), (s_argv, r_argv)
+        for s_word, r_word in zip(s_argv, r_argv, strict=True):
+            assert same(s_word, r_word), (s_word, r_word, s_argv, r_argv)
