@@ -106,17 +106,24 @@ class _Reader:
         return self.out
 
     # -- #SBATCH --------------------------------------------------------------------------------
-    def sbatch_header(self, text: str) -> None:
-        first = self.script.first_command_offset
-        first_line = self.script.position(first)[0] if first is not None else None
+    def sbatch_header(self, text: str, base: int = 0, first_line: int | None = None,
+                      embedded: bool = False) -> None:
+        """#SBATCH lines of the script (or of an `sbatch <<EOF` heredoc at ``base``)."""
+        if not embedded:
+            first = self.script.first_command_offset
+            first_line = self.script.position(first)[0] if first is not None else None
         late: list[str] = []
         options: dict[str, tuple[str | None, int]] = {}
-        offset = 0
+        offset = base
+        heredocs = [] if embedded else [(c.heredoc[1], c.heredoc[1] + len(c.heredoc[0]))
+                                        for c in self.script.commands if c.heredoc]
         for number, line in enumerate(text.splitlines(keepends=True), start=1):
             stripped = line.strip()
-            if stripped.startswith("#SBATCH"):
+            if any(start <= offset < end for start, end in heredocs):
+                pass  # a heredoc body (e.g. an `sbatch <<EOF` job script) is read on its own
+            elif stripped.startswith("#SBATCH"):
                 if first_line is not None and number > first_line:
-                    late.append(f"{self.file}:{number}:1")
+                    late.append(self.src(offset))
                 else:
                     try:
                         words = shlex.split(stripped[len("#SBATCH"):], comments=True)
@@ -124,8 +131,10 @@ class _Reader:
                         words = stripped[len("#SBATCH"):].split()
                     for name, value in _options(words):
                         options[name] = (value, offset + line.index("#SBATCH"))
+            elif embedded and stripped and not stripped.startswith("#") and first_line is None:
+                first_line = number  # the heredoc script's first command
             offset += len(line)
-        if late:
+        if late and not embedded:
             self.out.facts["sbatch_late_lines"] = Fact(tuple(late), late[0])
         self.allocation(options, "sbatch")
 
@@ -167,8 +176,11 @@ class _Reader:
                 line = self.script.position(command.heredoc[1])[0]
                 self.out.written_json.append((target.text, command.heredoc[0], line))
         if words[0] == "sbatch":
+            if command.heredoc is not None:  # sbatch <<EOF ... EOF: a job script inline
+                self.sbatch_header(command.heredoc[0], command.heredoc[1], embedded=True)
             options = dict((n, (v, argv[0].offset)) for n, v in _options([w or "" for w in words[1:]]))
-            self.allocation(options, "sbatch")
+            if options:
+                self.allocation(options, "sbatch")
             return
         k = 0
         srun_options: dict[str, tuple[str | None, int]] = {}

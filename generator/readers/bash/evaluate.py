@@ -400,7 +400,7 @@ class Evaluator:
             finally:
                 self.positional = saved
         if heredoc is not None and words and words[0] == "sbatch" and depth < MAX_DEPTH:
-            self.run_text(heredoc[0], heredoc[1], depth + 1)
+            self.run_text(heredoc[0], heredoc[1], depth + 1, in_place=True)
 
     def source(self, path: Field, depth: int) -> None:
         """Follow `source FILE` when the caller can resolve it (another file being linted)."""
@@ -413,12 +413,14 @@ class Evaluator:
         self.script.problems += problems
         self.run(items, depth + 1)
 
-    def run_text(self, text: str, offset: int, depth: int) -> None:
-        items, problems = lex(text)
-        # a re-lexed string reports its positions at the string's own place in the file
-        for item in items:
-            _rebase(item, offset)
-        self.script.problems += [(offset, message) for _, message in problems]
+    def run_text(self, text: str, offset: int, depth: int, in_place: bool = False) -> None:
+        """Run code held in a string. ``in_place``: the text is a heredoc body at ``offset``, so
+        its lines are the file's lines; otherwise every position is the string's own place."""
+        items, problems = lex(text, offset if in_place else 0)
+        if not in_place:
+            for item in items:
+                _rebase(item, offset)
+        self.script.problems += [(offset if not in_place else o, message) for o, message in problems]
         self.run(items, depth)
 
 
