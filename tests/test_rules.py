@@ -173,7 +173,8 @@ def facts(values: dict) -> dict[str, Fact]:
 def test_every_rule_has_cases_and_docs() -> None:
     assert set(CASES) == set(RULES)
     for rule in RULES.values():
-        assert rule.explanation and rule.summary and rule.name == rule.name.lower()
+        assert rule.summary and rule.name == rule.name.lower()
+        assert "Fix" in rule.explanation and "Example:" in rule.explanation, rule.code
 
 
 @pytest.mark.parametrize(("code", "index"), CASE_IDS)

@@ -23,9 +23,11 @@ def micro_alternatives(global_batch_size: int, micro_batch_size: int, dp: int) -
 def batch_mismatch(global_batch_size: int, micro_batch_size: int, gradient_accumulation_steps: int,
                    dp: int) -> str | None:
     """DeepSpeed: ``train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step *
-    world_size``. When the three numbers are written in different places they drift apart and the
-    run either crashes at start-up or trains with a batch other than the one written down. Fix:
-    give any two of them and let the third be derived."""
+    world_size``. When the three numbers are written in different places they drift apart and
+    the run either crashes at start-up or trains with a batch other than the one written down.
+    Fix: give any two of them and let the third be derived.
+
+    Example: train_batch_size 1000 with micro 4, accumulation 8 on dp 32 (4 × 8 × 32 = 1024)."""
     product = micro_batch_size * gradient_accumulation_steps * dp
     if product == global_batch_size:
         return None
@@ -38,9 +40,12 @@ def batch_mismatch(global_batch_size: int, micro_batch_size: int, gradient_accum
       "The global batch must be a multiple of micro batch × dp (or accumulation × dp).")
 def global_not_divisible(global_batch_size: int, dp: int, micro_batch_size: int | None = None,
                          gradient_accumulation_steps: int | None = None) -> str | None:
-    """Megatron's microbatch calculator asserts ``global batch size (G) is not divisible by micro
-    batch size (B) times data parallel size (D)``; DeepSpeed floors and then fails its batch
-    assertion. Fix: pick a global batch that is a multiple, or a micro batch that divides it."""
+    """Megatron's microbatch calculator asserts ``global batch size (G) is not divisible by micro batch
+    size (B) times data parallel size (D)``; DeepSpeed floors and then fails its batch
+    assertion. Fix: pick a global batch that is a multiple, or a micro batch that divides it.
+
+    Example: --global-batch-size 1000 --micro-batch-size 16 on dp 32: 1000 is not a multiple of
+    512."""
     if micro_batch_size is not None:
         step = micro_batch_size * dp
         if global_batch_size % step == 0:
@@ -63,11 +68,14 @@ def global_not_divisible(global_batch_size: int, dp: int, micro_batch_size: int 
       "The world size must be divisible by tp × pp × cp, and with experts by etp × ep × pp.")
 def world_not_divisible(world_size: int, tp: int, pp: int, cp: int, ep: int | None = None,
                         etp: int | None = None) -> str | None:
-    """Megatron computes dp = world / (tp × pp × cp) and asserts the division is exact (``world
-    size (W) is not divisible by total_model_size``); megatron-core builds expert data-parallel
-    groups of world / (etp × ep × pp) (parallel folding, core ≥ 0.10) and raises ``world_size (W)
-    is not divisible by expert_tensor_model_pipeline_parallel size (N)``; EP need not divide dp.
-    Fix: change the node count or the parallel sizes."""
+    """Megatron computes dp = world / (tp × pp × cp) and asserts the division is exact (``world size
+    (W) is not divisible by total_model_size``); megatron-core builds expert data-parallel
+    groups of world / (etp × ep × pp) (parallel folding, core ≥ 0.10) and raises ``world_size
+    (W) is not divisible by expert_tensor_model_pipeline_parallel size (N)``; EP need not divide
+    dp. Fix: change the node count or the parallel sizes.
+
+    Example: tp 8 × pp 2 = 16 on 3 nodes × 8 GPUs = 24; experts: etp 1 × ep 8 × pp 4 = 32 on 8
+    GPUs."""
     model = tp * pp * cp
     if world_size % model:
         return (f"world size {world_size} is not divisible by tp {tp} × pp {pp} × cp {cp} = "
@@ -85,8 +93,11 @@ def world_not_divisible(world_size: int, tp: int, pp: int, cp: int, ep: int | No
 @rule("GL011", "seq-not-divisible-by-2cp",
       "With context parallelism the sequence length must be a multiple of 2 × cp.")
 def seq_cp(seq_length: int, cp: int, framework: str) -> str | None:
-    """Megatron: ``seq-length should be a multiple of 2 * context-parallel-size if
-    context-parallel-size > 1.`` (each rank takes two load-balanced chunks)."""
+    """Megatron: ``seq-length should be a multiple of 2 * context-parallel-size if context-parallel-
+    size > 1.`` (each rank takes two load-balanced chunks). Fix: a sequence length that is a
+    multiple of 2 × cp.
+
+    Example: --seq-length 2050 with --context-parallel-size 2 (needs a multiple of 4)."""
     if cp == 1 or framework != "megatron-lm" or seq_length % (2 * cp) == 0:
         return None
     return (f"seq_length {seq_length} is not divisible by 2 × cp {cp} = {2 * cp}; use seq_length "
@@ -95,7 +106,10 @@ def seq_cp(seq_length: int, cp: int, framework: str) -> str | None:
 
 @rule("GL012", "experts-not-divisible-by-ep", "The number of experts must be a multiple of ep.")
 def experts_ep(num_experts: int, ep: int) -> str | None:
-    """Megatron: ``Number of experts should be a multiple of expert model parallel_size.``"""
+    """Megatron: ``Number of experts should be a multiple of expert model parallel_size.`` Fix: an ep
+    that divides the number of experts.
+
+    Example: --num-experts 6 with --expert-model-parallel-size 4."""
     if num_experts % ep == 0:
         return None
     return f"num_experts {num_experts} is not divisible by ep {ep}; use ep in {divisors(num_experts)}"
@@ -103,8 +117,10 @@ def experts_ep(num_experts: int, ep: int) -> str | None:
 
 @rule("GL013", "dp-mismatch", "A data-parallel size written down must equal world / (tp × pp × cp).")
 def dp_mismatch(dp_given: int, world_size: int, tp: int, pp: int, cp: int) -> str | None:
-    """dp is never an input to the frameworks: they derive it. A different value written in a
-    spec or a script is a stale copy. Fix: remove it, or change the sizes it came from."""
+    """dp is never an input to the frameworks: they derive it. A different value written in a spec or a
+    script is a stale copy. Fix: remove it, or change the sizes it came from.
+
+    Example: parallelism.dp: 16 while 256 GPUs / (tp 4 × pp 2 × cp 1) = 32."""
     model = tp * pp * cp
     if world_size % model or dp_given == world_size // model:
         return None
@@ -115,8 +131,10 @@ def dp_mismatch(dp_given: int, world_size: int, tp: int, pp: int, cp: int) -> st
 @rule("GL014", "tokens-per-step-mismatch",
       "A tokens-per-step figure written down must equal global batch × sequence length.")
 def tokens_mismatch(tokens_per_step: int, global_batch_size: int, seq_length: int) -> str | None:
-    """The token-level batch is what matters for convergence; a stated figure that differs from
-    global batch × seq_length describes a different run. Fix: drop one of them."""
+    """The token-level batch is what matters for convergence; a stated figure that differs from global
+    batch × seq_length describes a different run. Fix: drop one of them.
+
+    Example: tokens_per_step: 4M with global batch 2048 at seq_length 2048 (4,194,304 tokens)."""
     actual = global_batch_size * seq_length
     if actual == tokens_per_step:
         return None
@@ -126,7 +144,10 @@ def tokens_mismatch(tokens_per_step: int, global_batch_size: int, seq_length: in
 
 @rule("GL015", "ep-without-experts", "Expert parallelism (ep > 1) needs an MoE model.")
 def ep_without_experts(ep: int, num_experts: int | None = None) -> str | None:
-    """Megatron: ``num_experts must be non None to use expert model parallelism``."""
+    """Megatron: ``num_experts must be non None to use expert model parallelism``. Fix: ep 1, or an MoE
+    model.
+
+    Example: parallelism.ep: 2 for a dense model."""
     if ep == 1 or num_experts:
         return None
     return f"ep {ep} needs model.num_experts (a dense model has no experts); set ep to 1"
@@ -135,10 +156,12 @@ def ep_without_experts(ep: int, num_experts: int | None = None) -> str | None:
 @rule("GL016", "interleaved-microbatches",
       "With virtual pipeline stages the number of micro-batches must be a multiple of pp.")
 def interleaved_microbatches(vpp: int, pp: int, gradient_accumulation_steps: int) -> str | None:
-    """Megatron's interleaved 1F1B schedule (default group size pp) needs M ≥ pp and M % pp == 0
-    micro-batches per step (``The remainder of M ... should be 0, or larger than or equal to the
+    """Megatron's interleaved 1F1B schedule (default group size pp) needs M ≥ pp and M % pp == 0 micro-
+    batches per step (``The remainder of M ... should be 0, or larger than or equal to the
     pipeline-parallel size``), checked only at the first training step. Fix: change the
-    accumulation (or the global batch) to a multiple of pp."""
+    accumulation (or the global batch) to a multiple of pp.
+
+    Example: vpp 2, pp 4 and 6 micro-batches per step."""
     m = gradient_accumulation_steps
     if vpp == 1 or pp == 1 or (m >= pp and m % pp == 0):
         return None
@@ -148,8 +171,10 @@ def interleaved_microbatches(vpp: int, pp: int, gradient_accumulation_steps: int
 
 @rule("GL017", "vpp-needs-pp", "Virtual pipeline stages need pipeline parallelism (pp > 1).")
 def vpp_needs_pp(vpp: int, pp: int) -> str | None:
-    """Megatron: ``When interleaved schedule is used, pipeline-model-parallel size should be
-    greater than 1``."""
+    """Megatron: ``When interleaved schedule is used, pipeline-model-parallel size should be greater
+    than 1``. Fix: vpp 1, or pp > 1.
+
+    Example: vpp 2 with pp 1."""
     if vpp == 1 or pp > 1:
         return None
     return f"vpp {vpp} needs pp > 1 (got pp {pp}); set vpp to 1 or use pipeline parallelism"
@@ -164,8 +189,10 @@ def batch_underdetermined(spec: str, micro_batch_size: int | None = None,
                           tokens_per_step: int | None = None,
                           tokens_per_step_target: int | None = None) -> str | None:
     """Megatron needs --micro-batch-size (and defaults the global batch to micro × dp, a silent
-    choice); DeepSpeed needs train_batch_size or train_micro_batch_size_per_gpu. gen-launch makes
-    no silent choice in a spec (``spec`` names it). Fix: add one of the missing values."""
+    choice); DeepSpeed needs train_batch_size or train_micro_batch_size_per_gpu. gen-launch
+    makes no silent choice in a spec (``spec`` names it). Fix: add one of the missing values.
+
+    Example: batch: {global_batch_size: 512} and nothing else."""
     micro, acc, glob = micro_batch_size, gradient_accumulation_steps, global_batch_size
     tokens = tokens_per_step or tokens_per_step_target
     if (micro and acc) or (glob and (micro or acc)) or (tokens and (micro or acc)):
@@ -181,9 +208,11 @@ def batch_underdetermined(spec: str, micro_batch_size: int | None = None,
       "No global batch within 10% of the tokens-per-step target is a multiple of micro × dp.")
 def tokens_unreachable(tokens_per_step_target: int, global_batch_size: int,
                        seq_length: int) -> str | None:
-    """The global batch moves in steps of micro × dp (or accumulation × dp) sequences; a target
-    between two steps is rounded to the closer one, and refused when even that is more than 10%
-    away. Fix: change the target, the micro batch or the parallel layout."""
+    """The global batch moves in steps of micro × dp (or accumulation × dp) sequences; a target between
+    two steps is rounded to the closer one, and refused when even that is more than 10% away.
+    Fix: change the target, the micro batch or the parallel layout.
+
+    Example: tokens_per_step 1.5Mi with micro 64 on dp 8 (steps of 1,048,576 tokens)."""
     actual = global_batch_size * seq_length
     if abs(actual - tokens_per_step_target) * 10 <= tokens_per_step_target:
         return None

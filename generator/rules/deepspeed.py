@@ -8,8 +8,12 @@ from generator.rules.suggest import divisors
 
 @rule("GL104", "zero-with-pipeline", "ZeRO stage 2 and 3 cannot run with DeepSpeed's pipeline engine.")
 def zero_pipeline(zero_stage: int, pp: int, framework: str) -> str | None:
-    """DeepSpeed's PipelineEngine: ``ZeRO-2 and ZeRO-3 are incompatible with pipeline
-    parallelism``. Megatron-DeepSpeed uses that engine whenever pp > 1."""
+    """DeepSpeed's PipelineEngine: ``ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism``.
+    Megatron-DeepSpeed uses that engine whenever pp > 1. Fix: zero_stage 1 (or 0) with pipeline
+    parallelism, or pp 1 with ZeRO-2/3.
+
+    Example: --zero-stage 3 (or zero_optimization.stage 2) with --pipeline-model-parallel-size
+    2."""
     if framework == "megatron-lm" or zero_stage < 2 or pp == 1:
         return None
     return (f"zero_stage {zero_stage} is incompatible with DeepSpeed pipeline parallelism "
@@ -19,8 +23,11 @@ def zero_pipeline(zero_stage: int, pp: int, framework: str) -> str | None:
 @rule("GL106", "deepspeed-tensor-parallel",
       "Plain DeepSpeed gets tensor parallelism from the model code, not from a size.")
 def deepspeed_tp(tp: int, framework: str) -> str | None:
-    """With framework deepspeed the training script owns the model; a tp size here would only
-    shrink dp. Megatron-DeepSpeed provides tensor parallelism."""
+    """With framework deepspeed the training script owns the model; a tp size here would only shrink
+    dp. Megatron-DeepSpeed provides tensor parallelism. Fix: framework megatron-deepspeed for
+    tensor parallelism, or tp 1.
+
+    Example: framework deepspeed with parallelism.tp: 2."""
     if framework != "deepspeed" or tp == 1:
         return None
     return f"tp {tp} needs Megatron's tensor-parallel layers; use framework megatron-deepspeed or tp 1"
@@ -28,7 +35,10 @@ def deepspeed_tp(tp: int, framework: str) -> str | None:
 
 @rule("GL107", "fp16-on-cpu", "DeepSpeed's CPU accelerator does not support fp16.")
 def fp16_cpu(precision: str, gpu: str) -> str | None:
-    """DeepSpeed on CPU: ``ValueError: Type fp16 is not supported on your device.``"""
+    """DeepSpeed on CPU: ``ValueError: Type fp16 is not supported on your device.`` Fix: bf16 or fp32
+    on CPU.
+
+    Example: precision fp16 on the cpu preset."""
     if precision != "fp16" or gpu != "cpu":
         return None
     return "precision fp16 is not supported on the cpu preset; use bf16 or fp32"
@@ -37,9 +47,11 @@ def fp16_cpu(precision: str, gpu: str) -> str | None:
 @rule("GL108", "deepspeed-warmup-too-short",
       "DeepSpeed's LR schedulers need a warmup of at least 2 steps.")
 def deepspeed_warmup(warmup_iters: int, framework: str) -> str | None:
-    """DeepSpeed 0.19 raises ``warmup_num_steps must be a positive integer`` for 0 and silently
-    uses ``max(2, warmup_num_steps)``, so a 0- or 1-step warmup differs from the plan. Applies
-    where DeepSpeed owns the scheduler (framework deepspeed)."""
+    """DeepSpeed 0.19 raises ``warmup_num_steps must be a positive integer`` for 0 and silently uses
+    ``max(2, warmup_num_steps)``, so a 0- or 1-step warmup differs from the plan. Applies where
+    DeepSpeed owns the scheduler (framework deepspeed). Fix: a warmup of at least 2 steps.
+
+    Example: framework deepspeed with training.warmup: 0."""
     if framework != "deepspeed" or warmup_iters >= 2:
         return None
     return (f"warmup of {warmup_iters} steps: DeepSpeed's schedulers warm up for at least 2 steps; "
@@ -49,9 +61,11 @@ def deepspeed_warmup(warmup_iters: int, framework: str) -> str | None:
 @rule("GL109", "ulysses-not-divisible",
       "DeepSpeed-Ulysses splits the sequence and the heads over the sequence-parallel ranks.")
 def ulysses(seq_length: int, num_attention_heads: int, cp: int, framework: str) -> str | None:
-    """With plain DeepSpeed, cp is Ulysses' sequence_parallel_size: each rank holds
-    seq_length / cp tokens, and the all-to-all regroups them into num_attention_heads / cp heads,
-    so both must divide. Fix: a cp that divides both."""
+    """With plain DeepSpeed, cp is Ulysses' sequence_parallel_size: each rank holds seq_length / cp
+    tokens, and the all-to-all regroups them into num_attention_heads / cp heads, so both must
+    divide. Fix: a cp that divides both.
+
+    Example: Ulysses cp 8 with 12 attention heads."""
     if framework != "deepspeed" or cp == 1:
         return None
     if seq_length % cp == 0 and num_attention_heads % cp == 0:

@@ -15,10 +15,13 @@ from generator.rules.registry import rule
 def ds_megatron(ds_micro_batch_size: int | None = None, micro_batch_size: int | None = None,
                 ds_train_batch_size: int | None = None, global_batch_size: int | None = None,
                 ds_zero_stage: int | None = None, zero_stage: int | None = None) -> str | None:
-    """Nothing in Megatron-DeepSpeed compares them: with a JSON micro batch other than
-    --micro-batch-size the pipeline engine pulls the wrong number of micro-batches silently, and
+    """Nothing in Megatron-DeepSpeed compares them: with a JSON micro batch other than --micro-batch-
+    size the pipeline engine pulls the wrong number of micro-batches silently, and
     pretrain_gpt.py enables zero.Init only when --zero-stage is 3. Fix: write each value once
-    (gen-launch generates both from one plan)."""
+    (gen-launch generates both from one plan).
+
+    Example: ds_config.json says train_micro_batch_size_per_gpu 2, the script passes --micro-
+    batch-size 4."""
     pairs = (("micro batch", "ds_micro_batch_size", ds_micro_batch_size, "--micro-batch-size",
               "micro_batch_size", micro_batch_size),
              ("train_batch_size", "ds_train_batch_size", ds_train_batch_size, "--global-batch-size",
@@ -35,9 +38,12 @@ def ds_megatron(ds_micro_batch_size: int | None = None, micro_batch_size: int | 
       "The Slurm allocation and the processes the launcher starts must agree.")
 def allocation(launcher: str, sbatch_nodes: int | None = None, launcher_nodes: int | None = None,
                sbatch_gpus_per_node: int | None = None, procs_per_node: int | None = None) -> str | None:
-    """An sbatch header that allocates other nodes or GPUs than the launcher uses either hangs at
-    the rendezvous (more nodes expected than allocated), wastes the allocation, or crashes with
-    more processes than GPUs. Fix: derive the launcher's counts from the allocation."""
+    """An sbatch header that allocates other nodes or GPUs than the launcher uses either hangs at the
+    rendezvous (more nodes expected than allocated), wastes the allocation, or crashes with more
+    processes than GPUs. Fix: derive the launcher's counts from the allocation.
+
+    Example: #SBATCH --nodes=4 with torchrun --nnodes 2, or --gpus-per-node=8 with
+    --nproc_per_node 4."""
     if sbatch_nodes is not None and launcher_nodes is not None and sbatch_nodes != launcher_nodes:
         return (f"#SBATCH allocates {sbatch_nodes} nodes but {launcher} starts on {launcher_nodes}",
                 ("launcher_nodes", "sbatch_nodes"))
@@ -52,10 +58,13 @@ def allocation(launcher: str, sbatch_nodes: int | None = None, launcher_nodes: i
       "Every batch size of a ramp-up must be a multiple of micro × dp and reach the global batch.")
 def rampup(rampup: tuple, global_batch_size: int, micro_batch_size: int | None = None,
            dp: int | None = None) -> str | None:
-    """Megatron's ramp-up calculator (≤ core 0.17) asserts ``expected global batch size interval
-    (G−S) to be divisible by global batch size increment (I)``, and each step of the ramp checks
+    """Megatron's ramp-up calculator (≤ core 0.17) asserts ``expected global batch size interval (G−S)
+    to be divisible by global batch size increment (I)``, and each step of the ramp checks
     ``current global batch size ... is not divisible by micro-batch-size ... times data parallel
-    size``. Fix: start and increment multiples of micro × dp."""
+    size``. Fix: start and increment multiples of micro × dp.
+
+    Example: --rampup-batch-size 16 16 5000000 with micro 1 on dp 64: 16 is not a multiple of
+    64."""
     start, increment, _samples = rampup
     if increment <= 0 or (global_batch_size - start) % increment:
         return (f"--rampup-batch-size: global batch {global_batch_size} − start {start} = "
@@ -74,9 +83,11 @@ def rampup(rampup: tuple, global_batch_size: int, micro_batch_size: int | None =
       "--global-batch-size.")
 def rampup_conflict(megatron_flags: dict) -> str | None:
     """Megatron: ``expected no batch-size rampup for iteration-based training``; from core 0.18
-    --rampup-batch-size is parsed and silently ignored; ``Cannot specify both
-    --step-batch-size-schedule and --global-batch-size``. Fix: --train-samples with the ramp, or
-    a step schedule without --global-batch-size on current Megatron."""
+    --rampup-batch-size is parsed and silently ignored; ``Cannot specify both --step-batch-size-
+    schedule and --global-batch-size``. Fix: --train-samples with the ramp, or a step schedule
+    without --global-batch-size on current Megatron.
+
+    Example: --rampup-batch-size 32 32 1000000 together with --train-iters 50000."""
     flags = megatron_flags
     if "--rampup-batch-size" in flags and "--train-iters" in flags:
         return ("--rampup-batch-size with --train-iters: Megatron accepts a ramp-up only with "
@@ -92,9 +103,11 @@ def rampup_conflict(megatron_flags: dict) -> str | None:
 
 @rule("GL101", "deepspeed-auto", "\"auto\" is resolved only by the HF Trainer and accelerate.")
 def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None = None) -> str | None:
-    """DeepSpeed itself never resolves "auto": batch keys raise TypeError, and in the pydantic
-    sections (zero_optimization, bf16, fp16) it silently becomes the default (stage 0, bf16 off).
-    Fix: write the numbers (gen-launch computes them)."""
+    """DeepSpeed itself never resolves "auto": batch keys raise TypeError, and in the pydantic sections
+    (zero_optimization, bf16, fp16) it silently becomes the default (stage 0, bf16 off). Fix:
+    write the numbers (gen-launch computes them).
+
+    Example: "zero_optimization": {"stage": "auto"} in a config passed to deepspeed.initialize."""
     dropped = load("deepspeed_keys.yaml")["auto_dropped_sections"]
     hf = launcher == "accelerate"
     for path, source in ds_auto:
@@ -111,8 +124,11 @@ def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None =
       "A key DeepSpeed 0.19 rejects: removed, or unknown in a strict section.")
 def ds_rejected(ds_removed_keys: tuple = (), ds_unknown_keys: tuple = ()) -> str | None:
     """DeepSpeed 0.19.8 raises DeepSpeedConfigError for removed blocks (elasticity, amp,
-    curriculum_learning, ...), and its pydantic sections (zero_optimization, fp16, bf16, offload)
-    reject unknown keys (``Extra inputs are not permitted``), so a typo such as overlap_com fails."""
+    curriculum_learning, ...), and its pydantic sections (zero_optimization, fp16, bf16,
+    offload) reject unknown keys (``Extra inputs are not permitted``), so a typo such as
+    overlap_com fails. Fix: remove the key, or spell it as DeepSpeed 0.19 does.
+
+    Example: "elasticity": {...} at the top level, or "overlap_com" inside zero_optimization."""
     if ds_removed_keys:
         key, source = ds_removed_keys[0]
         return f"{key} was removed from DeepSpeed (0.19.8 rejects it)", (), (key, source)
@@ -124,7 +140,10 @@ def ds_rejected(ds_removed_keys: tuple = (), ds_unknown_keys: tuple = ()) -> str
 
 @rule("GL103", "fp16-and-bf16", "fp16 and bf16 cannot both be enabled.")
 def fp16_bf16(ds_fp16: bool, ds_bf16: bool) -> str | None:
-    """DeepSpeed: ``bfloat16 and fp16 modes cannot be simultaneously enabled``."""
+    """DeepSpeed: ``bfloat16 and fp16 modes cannot be simultaneously enabled``. Fix: enable one of
+    them.
+
+    Example: "fp16": {"enabled": true} and "bf16": {"enabled": true}."""
     return "fp16 and bf16 are both enabled; enable one" if ds_fp16 and ds_bf16 else None
 
 
@@ -133,7 +152,10 @@ def fp16_bf16(ds_fp16: bool, ds_bf16: bool) -> str | None:
 def ds_scheduler(ds_scheduler: tuple) -> str | None:
     """WarmupDecayLR and WarmupCosineLR fail at construction without total_num_steps (``missing 1
     required positional argument``); with warmup_num_steps ≥ total_num_steps they only warn and
-    never decay. DeepSpeedConfig alone does not build the scheduler, so this shows up late."""
+    never decay. DeepSpeedConfig alone does not build the scheduler, so this shows up late. Fix:
+    give total_num_steps (the run's optimizer steps) and a shorter warmup.
+
+    Example: "WarmupCosineLR" with warmup_num_steps but no total_num_steps."""
     kind, params = ds_scheduler
     if kind in ("WarmupDecayLR", "WarmupCosineLR") and "total_num_steps" not in params:
         return f"{kind} needs scheduler.params.total_num_steps"
@@ -146,7 +168,9 @@ def ds_scheduler(ds_scheduler: tuple) -> str | None:
 @rule("GL201", "megatron-removed-flag", "A Megatron-LM flag that was removed or renamed.")
 def removed_flag(megatron_flags: dict) -> str | None:
     """Removed flags make the program exit; renamed ones are rejected by argparse; no-op flags are
-    accepted and do nothing (reference/megatron.md §11). Fix: the replacement named."""
+    accepted and do nothing (reference/megatron.md §11). Fix: the replacement named.
+
+    Example: --checkpoint-activations (use --recompute-activations)."""
     table = load("megatron_flags.yaml")
     for flag, source in megatron_flags.items():
         if flag in table:
@@ -159,9 +183,11 @@ def removed_flag(megatron_flags: dict) -> str | None:
 @rule("GL202", "query-groups-without-gqa",
       "--num-query-groups is ignored without --group-query-attention.")
 def groups_without_gqa(megatron_flags: dict, framework: str) -> str | None:
-    """Megatron-LM builds the TransformerConfig with num_query_groups only when
-    --group-query-attention is given; otherwise the model silently uses full multi-head
-    attention. Fix: add --group-query-attention."""
+    """Megatron-LM builds the TransformerConfig with num_query_groups only when --group-query-attention
+    is given; otherwise the model silently uses full multi-head attention. Fix: add --group-
+    query-attention.
+
+    Example: --num-query-groups 8 without --group-query-attention."""
     if framework == "megatron-lm" and "--num-query-groups" in megatron_flags and \
             "--group-query-attention" not in megatron_flags:
         return ("--num-query-groups has no effect without --group-query-attention", (),
@@ -177,7 +203,10 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
                      nvidia_cc: float | None = None) -> str | None:
     """Megatron asserts ``Using tensor model parallelism or context parallelism require setting the
     environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`` on GPUs below compute capability 10
-    (a warning here: the GPU is often not known from a script). Fix: export it."""
+    (a warning here: the GPU is often not known from a script). Fix: export it.
+
+    Example: --tensor-model-parallel-size 2 on H100 without export
+    CUDA_DEVICE_MAX_CONNECTIONS=1."""
     if framework not in ("megatron-lm", "megatron-deepspeed") or (tp == 1 and (cp or 1) == 1):
         return None
     if (gpu_vendor and gpu_vendor != "nvidia") or (nvidia_cc and nvidia_cc >= 10):
@@ -192,9 +221,12 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
 def sbatch_style(launcher: str, srun_line: bool | None = None,
                  sbatch_ntasks_per_node: int | None = None, srun_ntasks_per_node: int | None = None,
                  sbatch_nodes: int | None = None, sbatch_ntasks: int | None = None) -> str | None:
-    """torchrun and the DeepSpeed launcher start all processes of a node themselves, so srun must
-    run one of them per node: with more tasks per node every task starts a full set of ranks.
-    --ntasks must equal nodes × ntasks-per-node when both are given."""
+    """torchrun and the DeepSpeed launcher start all processes of a node themselves, so srun must run
+    one of them per node: with more tasks per node every task starts a full set of ranks.
+    --ntasks must equal nodes × ntasks-per-node when both are given. Fix: --ntasks-per-node=1
+    for torchrun and the DeepSpeed launcher; matching counts.
+
+    Example: #SBATCH --ntasks-per-node=8 with srun torchrun --nproc_per_node 8."""
     tasks = srun_ntasks_per_node or sbatch_ntasks_per_node
     if launcher in ("torchrun", "deepspeed") and srun_line and tasks and tasks > 1:
         return (f"{tasks} tasks per node each start {launcher}, which starts every process of the "
@@ -209,8 +241,10 @@ def sbatch_style(launcher: str, srun_line: bool | None = None,
 
 @rule("GL302", "sbatch-after-command", "#SBATCH lines after the first command are ignored.")
 def sbatch_late(sbatch_late_lines: tuple) -> str | None:
-    """sbatch stops reading directives at the first command; everything after is a comment, so
-    the job silently runs with defaults. Fix: move the #SBATCH lines to the top."""
+    """sbatch stops reading directives at the first command; everything after is a comment, so the job
+    silently runs with defaults. Fix: move the #SBATCH lines to the top.
+
+    Example: echo start, then #SBATCH --time=01:00:00."""
     return (f"{len(sbatch_late_lines)} #SBATCH line(s) after the first command are ignored by Slurm"
             if sbatch_late_lines else None)
 
@@ -220,7 +254,9 @@ def sbatch_late(sbatch_late_lines: tuple) -> str | None:
 def slurm_variable(slurm_variables: dict, sbatch_options: tuple = ()) -> str | None:
     """E.g. SLURM_NTASKS without --ntasks, SLURM_GPUS_ON_NODE without a GPU request,
     SLURM_GPUS_PER_NODE without --gpus-per-node (it stays empty with --gres). Unset, they expand
-    to nothing (or abort under set -u). Fix: request the resource, or use another variable."""
+    to nothing (or abort under set -u). Fix: request the resource, or use another variable.
+
+    Example: echo $SLURM_NTASKS with only --ntasks-per-node in the header."""
     for variable, needs in load("slurm_variables.yaml").items():
         if variable in slurm_variables and not set(needs) & set(sbatch_options):
             return (f"${variable} is not set by Slurm without {' or '.join(needs)} in the header",

@@ -10,10 +10,12 @@ from generator.rules.suggest import divisors, nearest, or_list
 @rule("GL008", "heads-not-compatible-with-tp",
       "Attention heads must be a multiple of tp; query groups a multiple or a divisor of tp.")
 def heads_tp(num_attention_heads: int, tp: int, num_query_groups: int | None = None) -> str | None:
-    """megatron-core: ``num_attention_heads (100) must be a multiple of
-    tensor_model_parallel_size (8).`` and (≥ 0.16) ``num_query_groups (3) must be a multiple or
-    divisor of tensor_model_parallel_size (8).`` (≤ 0.15 required a multiple). Fix: a tp that
-    divides the heads."""
+    """megatron-core: ``num_attention_heads (100) must be a multiple of tensor_model_parallel_size
+    (8).`` and (≥ 0.16) ``num_query_groups (3) must be a multiple or divisor of
+    tensor_model_parallel_size (8).`` (≤ 0.15 required a multiple). Fix: a tp that divides the
+    heads.
+
+    Example: --num-attention-heads 100 with --tensor-model-parallel-size 8."""
     if num_attention_heads % tp:
         return (f"num_attention_heads {num_attention_heads} is not divisible by tp {tp}; use tp "
                 f"{or_list(nearest(divisors(num_attention_heads), tp))}")
@@ -30,7 +32,10 @@ def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None) 
     """Megatron-LM: ``Number of layers should be divisible by the pipeline-model-parallel size``
     (megatron-core ≤ 0.9 silently dropped the remainder), and with interleaving ``number of
     layers per pipeline stage must be divisible number of layers per virtual pipeline stage``.
-    Megatron-DeepSpeed's pipeline engine balances layers itself, so this is megatron-lm only."""
+    Megatron-DeepSpeed's pipeline engine balances layers itself, so this is megatron-lm only.
+    Fix: a pp (and vpp) that divides the layers.
+
+    Example: --num-layers 95 with --pipeline-model-parallel-size 16."""
     if framework != "megatron-lm":
         return None
     if num_layers % pp:
@@ -49,7 +54,9 @@ def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None) 
 def sp_needs_tp(sequence_parallel: bool, tp: int) -> str | None:
     """Megatron-LM's CLI disables it with ``Disabling sequence parallelism because tensor model
     parallelism is disabled``; megatron-core's ModelParallelConfig raises ``Cannot use sequence
-    parallelism without tensor parallelism``. Fix: drop it, or use tp > 1."""
+    parallelism without tensor parallelism``. Fix: drop it, or use tp > 1.
+
+    Example: --sequence-parallel with --tensor-model-parallel-size 1."""
     if not sequence_parallel or tp > 1:
         return None
     return "sequence_parallel has no effect at tp 1 (Megatron turns it off); remove it or use tp > 1"
@@ -57,7 +64,10 @@ def sp_needs_tp(sequence_parallel: bool, tp: int) -> str | None:
 
 @rule("GL205", "max-position-below-seq", "max_position_embeddings must be at least seq_length.")
 def max_pos(max_position_embeddings: int, seq_length: int) -> str | None:
-    """Megatron: ``max_position_embeddings (P) must be greater than or equal to seq_length (S).``"""
+    """Megatron: ``max_position_embeddings (P) must be greater than or equal to seq_length (S).`` Fix:
+    max_position_embeddings ≥ seq_length.
+
+    Example: --max-position-embeddings 2048 with --seq-length 4096."""
     if max_position_embeddings >= seq_length:
         return None
     return (f"max_position_embeddings {max_position_embeddings} is less than seq_length "
@@ -66,8 +76,11 @@ def max_pos(max_position_embeddings: int, seq_length: int) -> str | None:
 
 @rule("GL206", "hidden-not-divisible-by-heads", "hidden_size must be a multiple of the heads.")
 def hidden_heads(hidden_size: int, num_attention_heads: int) -> str | None:
-    """Megatron-LM asserts ``hidden_size % num_attention_heads == 0`` (bare assert) when
-    --kv-channels is not given; megatron-core alone silently floors the head dimension."""
+    """Megatron-LM asserts ``hidden_size % num_attention_heads == 0`` (bare assert) when --kv-channels
+    is not given; megatron-core alone silently floors the head dimension. Fix: a hidden size
+    that is a multiple of the heads.
+
+    Example: --hidden-size 12280 with 96 heads."""
     if hidden_size % num_attention_heads == 0:
         return None
     return (f"hidden_size {hidden_size} is not divisible by num_attention_heads "
@@ -76,7 +89,10 @@ def hidden_heads(hidden_size: int, num_attention_heads: int) -> str | None:
 
 @rule("GL207", "heads-not-divisible-by-groups", "Attention heads must be a multiple of query groups.")
 def heads_groups(num_attention_heads: int, num_query_groups: int) -> str | None:
-    """Grouped-query attention shares each key/value head among heads / groups query heads."""
+    """Grouped-query attention shares each key/value head among heads / groups query heads. Fix: a
+    number of query groups that divides the heads.
+
+    Example: 32 heads with 6 query groups."""
     if num_attention_heads % num_query_groups == 0:
         return None
     return (f"num_attention_heads {num_attention_heads} is not divisible by num_query_groups "
@@ -85,7 +101,10 @@ def heads_groups(num_attention_heads: int, num_query_groups: int) -> str | None:
 
 @rule("GL208", "zero-stage-with-megatron-lm", "zero_stage is a DeepSpeed setting.")
 def zero_with_megatron(zero_stage: int, framework: str) -> str | None:
-    """Megatron-LM has no ZeRO stages; its equivalent of ZeRO-1 is the distributed optimizer."""
+    """Megatron-LM has no ZeRO stages; its equivalent of ZeRO-1 is the distributed optimizer. Fix:
+    distributed_optimizer: true instead.
+
+    Example: zero_stage: 1 with framework megatron-lm."""
     if framework != "megatron-lm" or zero_stage == 0:
         return None
     return (f"zero_stage {zero_stage} has no effect with megatron-lm; remove it and set "
@@ -95,7 +114,9 @@ def zero_with_megatron(zero_stage: int, framework: str) -> str | None:
 @rule("GL209", "distributed-optimizer-with-deepspeed",
       "The Megatron distributed optimizer is megatron-lm only.")
 def dist_opt_with_deepspeed(distributed_optimizer: bool, framework: str) -> str | None:
-    """With DeepSpeed the optimizer state is sharded by ZeRO (zero_stage)."""
+    """With DeepSpeed the optimizer state is sharded by ZeRO (zero_stage). Fix: zero_stage 1 instead.
+
+    Example: distributed_optimizer: true with framework deepspeed."""
     if not distributed_optimizer or framework == "megatron-lm":
         return None
     return (f"distributed_optimizer is a megatron-lm option, not {framework}; use zero_stage 1 "
@@ -106,7 +127,9 @@ def dist_opt_with_deepspeed(distributed_optimizer: bool, framework: str) -> str 
       "Virtual pipeline stages (interleaving) exist only in Megatron-LM's schedules.")
 def vpp_framework(vpp: int, framework: str) -> str | None:
     """DeepSpeed's pipeline engine (used by megatron-deepspeed and deepspeed) has no interleaved
-    schedule."""
+    schedule. Fix: vpp 1, or framework megatron-lm.
+
+    Example: vpp 2 with framework megatron-deepspeed."""
     if vpp == 1 or framework == "megatron-lm":
         return None
     return f"vpp {vpp} is not supported by {framework}; set vpp to 1"
@@ -114,7 +137,10 @@ def vpp_framework(vpp: int, framework: str) -> str | None:
 
 @rule("GL211", "moe-top-k", "moe_top_k needs experts and may not exceed their number.")
 def moe_top_k(moe_top_k: int, num_experts: int | None = None) -> str | None:
-    """Each token is routed to top-k of num_experts experts."""
+    """Each token is routed to top-k of num_experts experts. Fix: moe_top_k ≤ num_experts, with
+    num_experts set.
+
+    Example: moe_top_k 3 with 2 experts."""
     if num_experts is None:
         return f"moe_top_k {moe_top_k} needs model.num_experts; remove it for a dense model"
     if moe_top_k <= num_experts:
@@ -124,7 +150,9 @@ def moe_top_k(moe_top_k: int, num_experts: int | None = None) -> str | None:
 
 @rule("GL212", "min-lr-above-lr", "min_lr may not exceed lr.")
 def min_lr_above_lr(min_lr: float, lr: float) -> str | None:
-    """Megatron's scheduler asserts ``min_lr <= lr``."""
+    """Megatron's scheduler asserts ``min_lr <= lr``. Fix: min_lr below lr.
+
+    Example: min_lr 1e-3 with lr 1e-4."""
     if min_lr <= lr:
         return None
     return f"min_lr {min_lr} is greater than lr {lr}; use a min_lr below lr (often lr / 10)"
@@ -133,7 +161,10 @@ def min_lr_above_lr(min_lr: float, lr: float) -> str | None:
 @rule("GL213", "alibi-needs-megatron-deepspeed",
       "ALiBi position embeddings exist only in the Megatron-DeepSpeed (BigScience) code.")
 def alibi(position_embedding: str, framework: str) -> str | None:
-    """megatron-core offers learned_absolute, rope and none."""
+    """megatron-core offers learned_absolute, rope and none. Fix: rope, or framework megatron-
+    deepspeed.
+
+    Example: position_embedding alibi with framework megatron-lm."""
     if position_embedding != "alibi" or framework != "megatron-lm":
         return None
     return "position_embedding alibi is not available in megatron-lm; use rope or megatron-deepspeed"
@@ -143,10 +174,13 @@ def alibi(position_embedding: str, framework: str) -> str | None:
       "Run length and LR schedule flags must not contradict each other; warmup shorter than the run.")
 def schedule_contradiction(warmup_iters: int | None = None, train_iters: int | None = None,
                            megatron_flags: dict | None = None) -> str | None:
-    """Megatron: ``expected iteration-based training`` / ``expected sample-based training`` when
-    the families mix, ``can only specify one of lr-warmup-fraction and lr-warmup-iters``, and the
-    scheduler asserts warmup_steps < decay_steps (DeepSpeed's WarmupDecayLR only warns, then never
-    decays). Fix: one family of flags, and a warmup of 1-5% of the run."""
+    """Megatron: ``expected iteration-based training`` / ``expected sample-based training`` when the
+    families mix, ``can only specify one of lr-warmup-fraction and lr-warmup-iters``, and the
+    scheduler asserts warmup_steps < decay_steps (DeepSpeed's WarmupDecayLR only warns, then
+    never decays). Fix: one family of flags, and a warmup of 1-5% of the run.
+
+    Example: --train-iters with --lr-decay-samples, or a warmup of 1,000 steps in a 1,000-step
+    run."""
     flags = megatron_flags or {}
 
     def at(flag: str) -> tuple[str, str]:

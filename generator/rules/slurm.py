@@ -10,9 +10,11 @@ from generator.rules.registry import rule
 def container_without_image(container_image: str | None = None,
                             container_mounts: tuple[str, ...] | None = None,
                             container_workdir: str | None = None) -> str | None:
-    """pyxis only applies --container-mounts and --container-workdir to a step that runs in a
-    container (--container-image); without one they are silently ignored or rejected by srun.
-    Fix: set slurm.container_image, or drop the other container options."""
+    """pyxis only applies --container-mounts and --container-workdir to a step that runs in a container
+    (--container-image); without one they are silently ignored or rejected by srun. Fix: set
+    slurm.container_image, or drop the other container options.
+
+    Example: slurm.container_mounts without slurm.container_image."""
     if container_image or not (container_mounts or container_workdir):
         return None
     given = [n for n, v in (("container_mounts", container_mounts),
@@ -23,10 +25,11 @@ def container_without_image(container_image: str | None = None,
 @rule("GL305", "pattern-in-log-directory",
       "Slurm filename patterns (%j, %x, ...) belong in the file name, not in its folders.")
 def pattern_in_log_directory(output: str | None = None, error: str | None = None) -> str | None:
-    """Slurm opens --output/--error before the job starts and does not create folders, so a
-    folder named with a per-job pattern never exists and the job fails to launch
-    (JobLaunchFailure, "Could not open stdout file"). Fix: logs/%x-%j.out rather than
-    logs/%j/out."""
+    """Slurm opens --output/--error before the job starts and does not create folders, so a folder
+    named with a per-job pattern never exists and the job fails to launch (JobLaunchFailure,
+    "Could not open stdout file"). Fix: logs/%x-%j.out rather than logs/%j/out.
+
+    Example: --output=logs/%j/out.txt."""
     bad = [p for p in (output, error) if p and "%" in p.rpartition("/")[0]]
     if not bad:
         return None
