@@ -98,6 +98,8 @@ def generate(
     target: Annotated[Target, typer.Option("--target", "-t", help="Which artifact to render.")] = Target.all,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder (default for "
                    "--target all: launch/<name>/). A single target without --out prints to stdout.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (e.g. GL020: the estimate "
+                      "does not fit in GPU memory) as errors: exit 1, write nothing.")] = False,
 ) -> None:
     """Render the plan into ds_config.json, megatron_args.sh, launch.sbatch and plan.json."""
 
@@ -111,6 +113,9 @@ def generate(
                             f"{ARTIFACTS[target.value][0]}; choose one of {', '.join(used)} or all")
         files = render_all(plan)
         _report(plan)
+        if strict and plan.warnings:
+            typer.echo(f"--strict: {len(plan.warnings)} warning(s); nothing written", err=True)
+            raise typer.Exit(1)
         if target is not Target.all:
             name = ARTIFACTS[target.value][0]
             if out is None:

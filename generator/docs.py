@@ -82,7 +82,21 @@ def _md(text: str) -> str:
     return text.replace("<", "&lt;").replace("|", "\\|")
 
 
-SECTIONS = {"spec-reference": spec_reference, "rules": rule_table, "seed-explain": seed_explain}
+def sc21_table() -> str:
+    from generator import presets
+    from generator.estimate.calibration import median_abs_error, sc21_rows
+
+    rows = sc21_rows(presets.gpus()["a100-80gb"])
+    lines = ["| parameters | GPUs | published TFLOP/s/GPU | predicted | error |", "|---|---|---|---|---|"]
+    lines += [f"| {r.params_b:g}B | {r.gpus} | {r.published_tflops:g} | {r.predicted_tflops:.1f} | "
+              f"{r.error:+.1%} |" for r in rows]
+    lines.append(f"\nMedian absolute error {median_abs_error(rows):.1%} (one efficiency constant, "
+                 "0.60 of the A100's 312 TFLOP/s, for all rows).")
+    return "\n".join(lines)
+
+
+SECTIONS = {"spec-reference": spec_reference, "rules": rule_table, "seed-explain": seed_explain,
+            "sc21-throughput": sc21_table}
 
 
 def render_sections(text: str) -> str:

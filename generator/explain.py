@@ -34,8 +34,50 @@ def explain_text(plan: Plan) -> str:
         + ("samples (--train-samples)" if plan.schedule.sample_based else "iterations (--train-iters)")
         + ("; DeepSpeed in optimizer steps" if plan.uses_deepspeed else ""),
     ]
+    lines += _estimates(plan)
     if plan.notes:
         lines += ["", "Roundings", *(f"  - {note}" for note in plan.notes)]
     if plan.warnings:
         lines += ["", "Warnings", *(f"  - {warning}" for warning in plan.warnings)]
     return "\n".join(lines) + "\n"
+
+
+def _bar(fraction: float, width: int = 24) -> str:
+    filled = max(0, min(width, round(fraction * width)))
+    return "█" * filled + "·" * (width - filled)
+
+
+def _estimates(plan: Plan) -> list[str]:
+    from generator.estimate.memory import ALLOWANCE_FIXED_GIB, ALLOWANCE_FRACTION, GIB
+
+    e = plan.estimate()
+    m = e.memory
+    capacity = m.capacity or m.total
+    rows = [("weights", m.weights), ("gradients", m.gradients), ("optimizer states", m.optimizer),
+            ("activations", m.activations), ("logits (last stage)", m.logits),
+            (f"allowance ({ALLOWANCE_FIXED_GIB:g} GiB + {ALLOWANCE_FRACTION:.0%})", m.other)]
+    lines = ["", f"Memory per GPU, first pipeline stage ({e.params / 1e9:.2f}B parameters)"]
+    lines += [f"  {name:28} {value / GIB:8.2f} GiB  {_bar(value / capacity)}" for name, value in rows]
+    if m.capacity is None:
+        lines.append(f"  {'total':28} {m.total / GIB:8.2f} GiB  (no capacity for this preset)")
+    else:
+        verdict = "fits" if m.fits else "DOES NOT FIT"
+        lines.append(f"  {'total':28} {m.total / GIB:8.2f} GiB of {m.capacity / GIB:.0f} GiB: {verdict}, "
+                     f"headroom {(m.capacity - m.total) / GIB:.1f} GiB")
+    for label, alt in e.alternatives:
+        lines.append(f"    with {label}: {alt.total / GIB:.1f} GiB" + (" (fits)" if alt.fits else ""))
+    p = e.performance
+    if p is None:
+        return lines
+    days = (e.train_seconds or 0) / 86400
+    lines += [
+        "",
+        "Time (FLOPs: matmuls, full attention, logits; fwd+bwd = 3×fwd)",
+        f"  {p.model_flops:.3e} model FLOPs per step ({p.hardware_flops:.3e} with recompute)",
+        f"  step {p.step_time_s:.2f} s = compute {p.compute_s:.2f} + memory-bound {p.memory_s:.2f} + "
+        f"bubble {p.bubble_s:.2f} + tp comm {p.tp_comm_s:.2f} + dp comm {p.dp_comm_s:.2f}",
+        f"  {p.tokens_per_s:,.0f} tokens/s, {p.tflops_per_gpu:.0f} TFLOP/s per GPU, "
+        f"MFU {p.mfu:.1%}, HFU {p.hfu:.1%}",
+        f"  {plan.train_tokens:,} tokens in {days:.1f} days, {days * 24 * p.gpus:,.0f} GPU-hours",
+    ]
+    return lines

@@ -51,6 +51,8 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
               ({"megatron_flags": {"--step-batch-size-schedule": "x.yaml:9:1", "--global-batch-size": "x.yaml:9:1"}},
                {"megatron_flags": {"--step-batch-size-schedule": "x.yaml:9:1"}},
                "--step-batch-size-schedule cannot be combined with --global-batch-size")],
+    "GL020": [({"memory_total_gib": 90.0, "memory_capacity_gib": 80.0}, {"memory_total_gib": 70.0, "memory_capacity_gib": 80.0},
+               "estimated 90.0 GiB per GPU exceeds the 80 GiB of the GPU")],
     "GL101": [({"ds_auto": (("zero_optimization.stage", "x.yaml:4:1"),)}, {"ds_auto": (("train_batch_size", "x.yaml:4:1"),)},
                "\"auto\" at zero_optimization.stage: DeepSpeed silently replaces it"),
               ({"ds_auto": (("train_batch_size", "x.yaml:4:1"),), "launcher": "deepspeed"},

@@ -7,7 +7,7 @@ runs every rule over the plan's facts. Renderers only read the plan.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from generator import __version__, presets
@@ -142,6 +142,12 @@ class Plan:
             values[key] = getattr(m, key)
         return {k: Fact(v, "plan") for k, v in values.items()}
 
+    def estimate(self):
+        """Memory and time estimates (generator/estimate)."""
+        from generator.estimate.plan import estimate_plan
+
+        return estimate_plan(self)
+
     def to_json(self) -> dict[str, Any]:
         s, m = self.spec, self.model
         return {
@@ -174,6 +180,7 @@ class Plan:
             "launch": {"launcher": s.launch.launcher, "tasks_per_node": self.tasks_per_node,
                        "procs_per_node": self.procs_per_node,
                        "cuda_device_max_connections_1": self.cuda_device_max_connections_1},
+            **self.estimate().to_json(),
             "derivation": list(self.derivation),
             "notes": list(self.notes),
             "warnings": [str(w) for w in self.warnings],
@@ -255,7 +262,7 @@ def resolve(spec: Spec) -> Plan:
     gpu = presets.gpus()[c.gpu]
     tokens = solved.global_batch_size * m.seq_length
     is_deepspeed = spec.framework != "megatron-lm"
-    return Plan(
+    plan = Plan(
         spec=spec, gpu=gpu, world_size=world, tp=p.tp, pp=p.pp, cp=p.cp, ep=p.ep, etp=etp,
         vpp=p.vpp, dp=dp, expert_dp=world // (etp * p.ep * p.pp),
         micro_batch_size=solved.micro_batch_size,
@@ -269,6 +276,24 @@ def resolve(spec: Spec) -> Plan:
         warnings=tuple(f for f in findings if f.severity != "error"),
         derivation=_derivation(spec, world, dp, solved, schedule),
     )
+    return replace(plan, warnings=plan.warnings + _memory_warnings(plan, facts))
+
+
+def _memory_warnings(plan: Plan, facts: dict[str, Fact]) -> tuple[Finding, ...]:
+    """GL020: the estimate of the most loaded GPU against its capacity."""
+    from generator.estimate.memory import GIB
+    from generator.estimate.plan import estimate_plan
+
+    estimate = estimate_plan(plan)
+    if estimate.memory.capacity is None:
+        return ()
+    advice = ", ".join(f"{label} → {m.total / GIB:.1f} GiB" for label, m in estimate.alternatives)
+    where = facts["micro_batch_size"].source
+    finding = RULES["GL020"].run({
+        "memory_total_gib": Fact(estimate.memory.total / GIB, where),
+        "memory_capacity_gib": Fact(estimate.memory.capacity / GIB, plan.spec.where("cluster.gpu")),
+        "memory_advice": Fact(f"try {advice}" if advice else None, DERIVED)})
+    return (finding,) if finding else ()
 
 
 def _derivation(spec: Spec, world: int, dp: int, solved, schedule: Schedule) -> tuple[str, ...]:

@@ -220,3 +220,20 @@ def tokens_unreachable(tokens_per_step_target: int, global_batch_size: int,
             f"usable global batch {global_batch_size} gives {actual:,} tokens "
             f"({(actual - tokens_per_step_target) / tokens_per_step_target * 100:+.1f}%, more than "
             "10% away); change the target, the micro batch or the parallel layout")
+
+
+@rule("GL020", "memory-does-not-fit",
+      "The estimated memory of the most loaded GPU exceeds the GPU's capacity.", severity="warning")
+def memory_fit(memory_total_gib: float, memory_capacity_gib: float,
+               memory_advice: str | None = None) -> str | None:
+    """Weights, gradients, optimizer states, activations of the first pipeline stage (which holds
+    p micro-batches in flight) and an allowance, against the GPU preset's memory (gen-launch
+    explain shows the breakdown). An estimate, so a warning; generate --strict makes it fail.
+    Fix: the cheapest change listed (recompute, a smaller micro batch, a sharded optimizer, more
+    tp or pp).
+
+    Example: GPT-3 175B with tp 8, pp 1 on A100-80GB: the weights alone need 40 GiB per GPU."""
+    if memory_total_gib <= memory_capacity_gib:
+        return None
+    return (f"estimated {memory_total_gib:.1f} GiB per GPU exceeds the {memory_capacity_gib:.0f} GiB "
+            f"of the GPU" + (f"; {memory_advice}" if memory_advice else ""))

@@ -93,6 +93,7 @@ class Training:
     recompute: str
     seed: int
     log_interval: int
+    flash_attention: bool
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,7 @@ def build_spec(doc: Document) -> Spec:
             recompute=t["recompute"],
             seed=t["seed"],
             log_interval=t["log_interval"],
+            flash_attention=t["flash_attention"],
         ),
         launch=Launch(
             launcher=data["launch"]["launcher"],

@@ -1,0 +1,169 @@
+"""Per-GPU memory of the most loaded pipeline stage (the first): weights, gradients and optimizer
+states by precision and sharding, activations per Korthikanti et al. 2022 (arXiv 2205.05198,
+Table 2), the logits on the last stage, and an allowance for what formulas miss.
+reference/estimates.md §1-§2."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from generator.estimate.params import Shape, count_params
+
+GIB = 1 << 30
+# What the formulas miss: CUDA context and NCCL buffers (a fixed amount per GPU) plus allocator
+# fragmentation (a share of the rest). Stated, not calibrated: measured peaks vary by 1-3 GiB.
+ALLOWANCE_FIXED_GIB = 2.0
+ALLOWANCE_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the model is split and trained; everything the memory formulas depend on."""
+
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int = 1
+    vpp: int = 1
+    dp: int = 1
+    micro_batch_size: int = 1
+    num_microbatches: int = 1
+    sequence_parallel: bool = False
+    recompute: str = "none"  # none | selective | full
+    flash_attention: bool = True
+    precision: str = "bf16"
+    sharding: str = "none"  # none | distributed_optimizer | zero1 | zero2 | zero3
+    framework: str = "megatron-lm"
+
+
+@dataclass(frozen=True)
+class Memory:
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    logits: float
+    other: float
+    capacity: float | None
+
+    @property
+    def total(self) -> float:
+        return (self.weights + self.gradients + self.optimizer + self.activations + self.logits
+                + self.other)
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.capacity is None else self.total <= self.capacity
+
+    def gib(self) -> dict[str, float | bool | None]:
+        def g(x: float | None) -> float | None:
+            return None if x is None else round(x / GIB, 2)
+        return {"weights_gib": g(self.weights), "gradients_gib": g(self.gradients),
+                "optimizer_gib": g(self.optimizer), "activations_gib": g(self.activations),
+                "logits_gib": g(self.logits), "other_gib": g(self.other), "total_gib": g(self.total),
+                "capacity_gib": g(self.capacity), "fits": self.fits}
+
+
+def state_bytes_per_param(precision: str, sharding: str, dp: int) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per parameter with Adam.
+
+    Megatron (bf16 params, fp32 main grads and master weights + two moments): 2 + 4 + 12 = 18,
+    with the distributed optimizer 6 + 12/d; fp16: 2 + 2 + 16 (20, or 4 + 16/d); fp32: 4 + 4 + 8
+    (docs/user-guide/features/dist_optimizer.md). DeepSpeed ZeRO (Rajbhandari et al. 2020):
+    16-bit params and grads, K = 12 bytes of optimizer state; stage 1 shards the optimizer, 2 also
+    the gradients, 3 also the weights.
+    """
+    if sharding.startswith("zero"):
+        weight, grad, opt = (4.0, 4.0, 8.0) if precision == "fp32" else (2.0, 2.0, 12.0)
+        stage = int(sharding[-1])
+        return (weight / dp if stage >= 3 else weight, grad / dp if stage >= 2 else grad,
+                opt / dp if stage >= 1 else opt)
+    weight, grad, opt = {"bf16": (2.0, 4.0, 12.0), "fp16": (2.0, 2.0, 16.0),
+                         "fp32": (4.0, 4.0, 8.0)}[precision]
+    return weight, grad, opt / dp if sharding == "distributed_optimizer" else opt
+
+
+def activation_bytes_per_layer(shape: Shape, layout: Layout) -> float:
+    """Korthikanti Table 2, per transformer layer and micro-batch, 16-bit activations: s·b·h times
+    10 + 24/t (replicated LayerNorm, dropout and block inputs, plus the TP-split part), the
+    sequence-parallel form 34/t, plus the attention core 5·a·s/(h·t) unless it is recomputed
+    (selective) or never stored (flash attention); full recompute keeps only the layer input 2sbh.
+    The 24 (and 34) follow the FFN width as Megatron's estimator does (18 + 4f/h = 34 at f = 4h);
+    gating (SwiGLU) and GQA are not modelled, as there. CP divides the sequence."""
+    s = shape.seq_length / layout.cp
+    b, h, a, t = layout.micro_batch_size, shape.hidden_size, shape.num_attention_heads, layout.tp
+    if layout.recompute == "full":
+        return 2 * s * b * h / (t if layout.sequence_parallel else 1)
+    split = 8 + 4 * shape.ffn_hidden_size / h  # 24 at f = 4h: what tensor parallelism divides
+    per = (10 + split) / t if layout.sequence_parallel else 10 + split / t
+    core = 0.0 if layout.recompute == "selective" or layout.flash_attention else 5 * a * s / (h * t)
+    return s * b * h * (per + core)
+
+
+def estimate_memory(shape: Shape, layout: Layout, capacity_gib: float | None) -> Memory:
+    params = count_params(shape)
+    layers = shape.num_layers / layout.pp
+    experts_per_rank = params.num_experts / layout.ep
+    dense = (params.attention + params.norms + params.router) / layout.tp
+    expert = params.mlp * experts_per_rank / (layout.etp if shape.num_experts else layout.tp)
+    stage = layers * (dense + expert) + params.embedding / layout.tp
+    if layout.pp == 1:
+        stage += (params.output + params.final_norm) / layout.tp
+    weight, grad, opt = state_bytes_per_param(layout.precision, layout.sharding, layout.dp)
+    # first stage: p micro-batches in flight of L/p layers each (1F1B) = all L layers' worth,
+    # times the interleaving penalty; fewer micro-batches than stages hold fewer
+    in_flight = shape.num_layers
+    if layout.vpp > 1:
+        in_flight *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
+    elif layout.num_microbatches < layout.pp:
+        in_flight *= layout.num_microbatches / layout.pp
+    activations = activation_bytes_per_layer(shape, layout) * in_flight
+    logits = 0.0
+    if layout.pp == 1:  # fp32 logits of the loss, split by tp (and cp), on the last stage
+        logits = 4 * shape.seq_length / layout.cp * layout.micro_batch_size * shape.vocab_size / layout.tp
+    states = stage * (weight + grad + opt)
+    other = ALLOWANCE_FIXED_GIB * GIB + ALLOWANCE_FRACTION * (states + activations + logits)
+    return Memory(stage * weight, stage * grad, stage * opt, activations, logits, other,
+                  None if capacity_gib is None else capacity_gib * GIB)
+
+
+def alternatives(shape: Shape, layout: Layout, capacity_gib: float,
+                 gpus_per_node: int) -> list[tuple[str, Memory]]:
+    """The cheapest single changes that reduce memory, each with its new estimate, best first."""
+    options: list[tuple[str, Layout]] = []
+    if layout.recompute == "none":
+        options.append(("selective recompute", replace(layout, recompute="selective")))
+    if layout.recompute != "full":
+        options.append(("full recompute", replace(layout, recompute="full")))
+    if layout.micro_batch_size > 1:
+        options.append((f"micro batch {layout.micro_batch_size // 2}",
+                        replace(layout, micro_batch_size=layout.micro_batch_size // 2,
+                                num_microbatches=layout.num_microbatches * 2)))
+    if layout.framework == "megatron-lm" and layout.sharding == "none" and layout.dp > 1:
+        options.append(("distributed optimizer", replace(layout, sharding="distributed_optimizer")))
+    if layout.sharding.startswith("zero") and layout.sharding != "zero3" and layout.dp > 1:
+        nxt = int(layout.sharding[-1]) + 1
+        if nxt < 2 or layout.pp == 1:  # ZeRO-2/3 do not run with DeepSpeed's pipeline engine
+            options.append((f"ZeRO stage {nxt}", replace(layout, sharding=f"zero{nxt}")))
+    if layout.dp % 2 == 0 and shape.num_attention_heads % (2 * layout.tp) == 0 and \
+            2 * layout.tp <= gpus_per_node and layout.framework != "deepspeed":
+        options.append((f"tp {2 * layout.tp}", replace(layout, tp=2 * layout.tp, dp=layout.dp // 2,
+                                                        sequence_parallel=True)))
+    if layout.dp % 2 == 0 and shape.num_layers % (2 * layout.pp) == 0:
+        options.append((f"pp {2 * layout.pp}", replace(layout, pp=2 * layout.pp, dp=layout.dp // 2,
+                                                        num_microbatches=layout.num_microbatches * 2)))
+    results = [(label, estimate_memory(shape, option, capacity_gib)) for label, option in options]
+    return sorted(results, key=lambda r: (not r[1].fits, r[1].total))
+
+
+def deepspeed_estimator_bytes(total_params: int, gpus: int, stage: int,
+                              largest_layer_params: int = 0) -> float:
+    """DeepSpeed's own model-state estimators without offload (zero/stage_1_and_2.py and
+    stage3.py): ZeRO-2 2Ψ + 18Ψ/G, ZeRO-3 4·largest layer + 18Ψ/G. A cross-check with its own
+    accounting (fp32 gradients counted in the 18), not the breakdown above."""
+    if stage == 2:
+        return 2 * total_params + 18 * total_params / gpus
+    if stage == 3:
+        return 4 * largest_layer_params + 18 * total_params / gpus
+    raise ValueError("DeepSpeed's estimators cover ZeRO stages 2 and 3")

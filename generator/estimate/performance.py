@@ -1,0 +1,145 @@
+"""FLOPs, step time, MFU/HFU and time to train (reference/estimates.md §3-§4).
+
+FLOP convention (stated, as published MFUs are only comparable under one): Narayanan et al.
+(SC21) and Korthikanti et al. — matrix multiplies only, full (non-causal) attention scores, the
+logits layer included, forward + backward = 3 × forward. For GPT-3 shapes this is exactly
+72·B·s·l·h²·(1 + s/(6h) + V/(12lh)); GQA and SwiGLU change the projection sizes; MoE counts the
+top-k experts a token visits. Hardware FLOPs add what recompute runs again: a whole forward for
+full recompute, the attention core (s/(6h) → s/(3h)) for selective.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator.estimate.memory import Layout
+from generator.estimate.params import Shape, count_params
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """A GPU preset's numbers the time model uses."""
+
+    peak_tflops: float  # dense, for the training precision
+    efficiency: float  # achievable fraction of peak for large GEMMs (calibrated; see presets)
+    hbm_tbps: float  # memory bandwidth, TB/s (memory-bound elementwise and softmax work)
+    intranode_gbps: float  # per GPU and direction, GB/s (NVLink)
+    internode_gbps: float  # per GPU, GB/s (InfiniBand / RoCE)
+    gpus_per_node: int
+
+
+@dataclass(frozen=True)
+class Performance:
+    model_flops: float  # per step, whole job
+    hardware_flops: float
+    step_time_s: float
+    compute_s: float
+    memory_s: float
+    bubble_s: float
+    tp_comm_s: float
+    dp_comm_s: float
+    tokens_per_step: int
+    gpus: int
+    peak_tflops: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.step_time_s
+
+    @property
+    def tflops_per_gpu(self) -> float:
+        """Achieved model TFLOP/s per GPU."""
+        return self.model_flops / self.step_time_s / self.gpus / 1e12
+
+    @property
+    def mfu(self) -> float:
+        return self.tflops_per_gpu / self.peak_tflops
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops / self.step_time_s / self.gpus / 1e12 / self.peak_tflops
+
+
+def forward_flops_per_token(shape: Shape, top_k: int | None = None) -> tuple[float, float]:
+    """(forward FLOPs per token for matmuls and logits, of which attention scores and values)."""
+    h, s = shape.hidden_size, shape.seq_length
+    kv = shape.num_query_groups * shape.head_dim
+    attention_proj = h * (h + 2 * kv) + h * h
+    experts_visited = (top_k or 1) if shape.num_experts else 1
+    mlp = (3 if shape.swiglu else 2) * h * shape.ffn_hidden_size * experts_visited
+    core = 4 * s * h  # QK^T and softmax·V, full attention
+    per_layer = 2 * (attention_proj + mlp) + core
+    return per_layer * shape.num_layers + 2 * shape.vocab_size * h, core * shape.num_layers
+
+
+def step_flops(shape: Shape, global_batch: int, recompute: str,
+               top_k: int | None = None) -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) of one optimizer step."""
+    forward, core = forward_flops_per_token(shape, top_k)
+    tokens = global_batch * shape.seq_length
+    model = 3 * forward * tokens
+    extra = {"full": forward, "selective": 3 * core}.get(recompute, 0.0)
+    return model, model + extra * tokens
+
+
+def iteration_time(hardware_flops: float, gpus: int, tflops_per_gpu: float) -> float:
+    """Seconds per step at an achieved TFLOP/s per GPU (as SC21 and MT-NLG report them)."""
+    return hardware_flops / (gpus * tflops_per_gpu * 1e12)
+
+
+# Bytes moved per element of s·b·h by the memory-bound (non-GEMM) work of one layer's forward
+# pass: LayerNorms, residual adds, bias-GeLU and dropout (the replicated part, and the part tensor
+# parallelism divides), and the attention scores' softmax and dropout per element of a·s²·b.
+ELEMENTWISE_REPLICATED = 16
+ELEMENTWISE_SPLIT = 24
+SOFTMAX_BYTES = 8
+HBM_EFFICIENCY = 0.8
+
+
+def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
+    """Per micro-batch and GPU: elementwise and softmax traffic at HBM bandwidth. Flash attention
+    never writes the s² scores; the passes are forward, backward (2×) and what recompute repeats."""
+    s = shape.seq_length / layout.cp
+    b, h, t = layout.micro_batch_size, shape.hidden_size, layout.tp
+    replicated = ELEMENTWISE_REPLICATED / (t if layout.sequence_parallel else 1)
+    elementwise = s * b * h * (replicated + ELEMENTWISE_SPLIT / t)
+    scores = 0.0 if layout.flash_attention else \
+        SOFTMAX_BYTES * shape.num_attention_heads / t * s * shape.seq_length / layout.cp * b
+    passes = 4 if layout.recompute == "full" else 3
+    extra_scores = scores if layout.recompute == "selective" else 0.0
+    per_layer = passes * (elementwise + scores) + extra_scores
+    return per_layer * shape.num_layers / layout.pp / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
+
+
+def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int,
+                         top_k: int | None = None) -> Performance:
+    """A step-time model: compute at the calibrated efficiency, stretched by the pipeline bubble
+    (p − 1)/(v·m); tensor/context-parallel all-reduces per layer on the intra-node link
+    (exposed); the data-parallel gradient reduction on the inter-node link, overlapped with the
+    backward pass except its last layer's share."""
+    model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
+    gpus = layout.tp * layout.pp * layout.cp * layout.dp
+    compute = hardware / gpus / (hw.peak_tflops * 1e12 * hw.efficiency)
+    m = max(layout.num_microbatches, 1)
+    memory = memory_bound_seconds(shape, layout, hw) * m
+    bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
+    # TP: 2 all-reduces forward and 2 backward per layer (2 more forward with full recompute),
+    # each of b·s·h 16-bit values; a ring moves 2(t−1)/t of it per GPU.
+    tp_comm = 0.0
+    if layout.tp > 1:
+        passes = 6 if layout.recompute == "full" else 4
+        volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size
+        per_layer = passes * 2 * (layout.tp - 1) / layout.tp * volume
+        link = hw.intranode_gbps if layout.tp <= hw.gpus_per_node else hw.internode_gbps
+        tp_comm = per_layer * shape.num_layers / layout.pp * m / (link * 1e9)
+    dp_comm = 0.0
+    if layout.dp > 1:
+        p = count_params(shape)
+        stage_params = p.total / (layout.tp * layout.pp)
+        volume = 2 * (layout.dp - 1) / layout.dp * stage_params * 2
+        dp_total = volume / (hw.internode_gbps * 1e9)
+        backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
+        dp_comm = max(dp_total - backward, dp_total / shape.num_layers)
+    step = compute + memory + bubble + tp_comm + dp_comm
+    return Performance(model, hardware, step, compute, memory, bubble, tp_comm, dp_comm,
+                       global_batch * shape.seq_length, gpus, hw.peak_tflops)

@@ -1,0 +1,80 @@
+"""Estimates of a resolved plan: memory of the most loaded GPU, step time and time to train."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator.estimate.memory import GIB, Layout, Memory, alternatives, estimate_memory
+from generator.estimate.params import Shape, count_params
+from generator.estimate.performance import Hardware, Performance, estimate_performance
+
+
+@dataclass(frozen=True)
+class Estimate:
+    params: int
+    memory: Memory
+    performance: Performance | None  # None on the cpu preset (no peak to model)
+    alternatives: tuple[tuple[str, Memory], ...]
+    train_tokens: int
+
+    @property
+    def train_seconds(self) -> float | None:
+        return None if self.performance is None else self.train_tokens / self.performance.tokens_per_s
+
+    def to_json(self) -> dict:
+        p = self.performance
+        out = {"parameters": self.params, "memory": self.memory.gib(), "performance": None,
+               "if_it_does_not_fit": [{"change": label, "total_gib": round(m.total / GIB, 2),
+                                       "fits": m.fits} for label, m in self.alternatives]}
+        if p is not None:
+            seconds = self.train_seconds or 0.0
+            out["performance"] = {
+                "flops_convention": "matmuls, full (non-causal) attention, logits; fwd+bwd = 3×fwd",
+                "flops_per_step": p.model_flops, "hardware_flops_per_step": p.hardware_flops,
+                "step_time_s": round(p.step_time_s, 3),
+                "step_breakdown_s": {"compute": round(p.compute_s, 3), "memory_bound": round(p.memory_s, 3),
+                                     "pipeline_bubble": round(p.bubble_s, 3),
+                                     "tensor_parallel_comm": round(p.tp_comm_s, 3),
+                                     "data_parallel_comm": round(p.dp_comm_s, 3)},
+                "tokens_per_s": round(p.tokens_per_s), "tflops_per_gpu": round(p.tflops_per_gpu, 1),
+                "mfu": round(p.mfu, 4), "hfu": round(p.hfu, 4),
+                "train_days": round(seconds / 86400, 2),
+                "gpu_hours": round(seconds / 3600 * p.gpus),
+            }
+        return out
+
+
+def layout_of(plan) -> Layout:
+    s = plan.spec
+    if plan.framework == "megatron-lm":
+        sharding = "distributed_optimizer" if s.parallelism.distributed_optimizer else "none"
+    else:
+        sharding = f"zero{plan.zero_stage}"
+    return Layout(tp=plan.tp, pp=plan.pp, cp=plan.cp, ep=plan.ep, etp=plan.etp, vpp=plan.vpp,
+                  dp=plan.dp, micro_batch_size=plan.micro_batch_size,
+                  num_microbatches=plan.gradient_accumulation_steps,
+                  sequence_parallel=s.parallelism.sequence_parallel, recompute=s.training.recompute,
+                  flash_attention=s.training.flash_attention, precision=s.training.precision,
+                  sharding=sharding, framework=plan.framework)
+
+
+def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | None:
+    if not gpu.get("bf16_tflops") or not gpu.get("efficiency"):
+        return None
+    peak = gpu["bf16_tflops"] / (2 if precision == "fp32" else 1)  # TF32 dense is half of BF16
+    return Hardware(peak, gpu["efficiency"], gpu["hbm_tbps"], gpu["intranode_gbps"],
+                    gpu["internode_gbps"], gpus_per_node)
+
+
+def estimate_plan(plan) -> Estimate:
+    shape = Shape.of(plan.model)
+    layout = layout_of(plan)
+    capacity = plan.gpu["memory_gib"]
+    memory = estimate_memory(shape, layout, capacity)
+    others: tuple = ()
+    if memory.fits is False:
+        others = tuple(alternatives(shape, layout, capacity, plan.spec.cluster.gpus_per_node)[:4])
+    hw = hardware_of(plan.gpu, plan.spec.training.precision, plan.spec.cluster.gpus_per_node)
+    performance = None if hw is None else estimate_performance(
+        shape, layout, hw, plan.global_batch_size, plan.model.moe_top_k)
+    return Estimate(count_params(shape).total, memory, performance, others, plan.train_tokens)

@@ -1,0 +1,189 @@
+"""Estimates against published numbers (reference/estimates.md §1-§4), and their place in
+explain, plan.json and generate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from generator import presets
+from generator.cli import app
+from generator.estimate.calibration import median_abs_error, sc21_rows, sc21_shape
+from generator.estimate.memory import (
+    GIB,
+    Layout,
+    deepspeed_estimator_bytes,
+    estimate_memory,
+    state_bytes_per_param,
+)
+from generator.estimate.params import Shape, count_params
+from generator.estimate.performance import iteration_time, step_flops
+from generator.spec.model import load_spec
+
+from .conftest import SAMPLES
+from .helpers import plan_of, spec_dict
+
+runner = CliRunner()
+# Korthikanti et al. 2022, Fig. 1 configurations (s 2048, V 51200): model, h, heads, layers, t, p, v,
+# micro batch; first-stage activation GiB with TP only and with TP + SP + selective recompute.
+FIG1 = [("22B", 6144, 64, 48, 8, 1, 1, 4, 59.25, 9.56),
+        ("175B", 12288, 96, 96, 8, 8, 3, 1, 66.84, 12.35),
+        ("530B", 20480, 128, 105, 8, 35, 3, 1, 114.02, 23.08),
+        ("1T", 25600, 160, 128, 8, 64, 1, 1, 131.25, 26.56)]
+# Fig. 7: activation memory as % of the TP-only baseline: SP, selective, both, full recompute
+FIG7 = {"22B": (66.84, 49.42, 16.18, 7.64), "175B": (62.04, 56.53, 18.49, 8.71),
+        "530B": (58.31, 62.04, 20.27, 9.42), "1T": (58.31, 62.04, 20.27, 9.42)}
+
+
+def activations(row, **changes) -> float:
+    _, h, a, layers, t, p, v, mbs, *_ = row
+    layout = Layout(tp=t, pp=p, vpp=v, micro_batch_size=mbs, num_microbatches=64,
+                    flash_attention=False, **changes)
+    return estimate_memory(Shape(layers, h, a, a, 4 * h, 51200, 2048), layout, 80).activations / GIB
+
+
+@pytest.mark.parametrize("row", FIG1, ids=[r[0] for r in FIG1])
+def test_korthikanti_fig1_activations(row) -> None:
+    tp_only, both = row[-2], row[-1]
+    assert activations(row) == pytest.approx(tp_only, rel=0.01)
+    assert activations(row, sequence_parallel=True, recompute="selective") == pytest.approx(both, rel=0.01)
+
+
+@pytest.mark.parametrize("row", FIG1, ids=[r[0] for r in FIG1])
+def test_korthikanti_fig7_percentages(row) -> None:
+    base = activations(row)
+    got = (activations(row, sequence_parallel=True), activations(row, recompute="selective"),
+           activations(row, sequence_parallel=True, recompute="selective"), activations(row, recompute="full"))
+    for value, published in zip(got, FIG7[row[0]], strict=True):
+        assert 100 * value / base == pytest.approx(published, abs=0.2)
+
+
+def test_zero_paper_fig1() -> None:
+    """7.5B parameters on 64 data-parallel GPUs: 120, 31.4, 16.6, 1.9 GB per GPU."""
+    psi = 7.5e9
+    got = [sum(state_bytes_per_param("bf16", f"zero{s}", 64)) * psi / 1e9 for s in range(4)]
+    assert [round(g, 1) for g in got] == [120.0, 31.4, 16.6, 1.9]
+
+
+@pytest.mark.parametrize(("precision", "plain", "distributed"),
+                         [("fp16", 20, (4, 16)), ("bf16", 18, (6, 12)), ("fp32", 16, (8, 8))])
+def test_megatron_distributed_optimizer_bytes(precision: str, plain: int, distributed: tuple) -> None:
+    for d in (1, 8, 64):
+        assert sum(state_bytes_per_param(precision, "none", d)) == plain
+        assert sum(state_bytes_per_param(precision, "distributed_optimizer", d)) == \
+            pytest.approx(distributed[0] + distributed[1] / d)
+
+
+def test_deepspeed_estimators() -> None:
+    """t5-3b (2851M parameters, largest layer 32M) on 8 GPUs: ZeRO-2 11.28 GiB, ZeRO-3 6.09 GiB."""
+    assert deepspeed_estimator_bytes(2851_000_000, 8, 2) / GIB == pytest.approx(11.28, abs=0.01)
+    assert deepspeed_estimator_bytes(2851_000_000, 8, 3, 32_000_000) / GIB == pytest.approx(6.09, abs=0.01)
+
+
+# Korthikanti Table 5: iteration time of the present work (selective recompute + SP), MFU, HFU
+TABLE5 = [("22B", 6144, 64, 48, 4, 8, 1.10, 41.5, 43.7), ("175B", 12288, 96, 96, 64, 64, 13.75, 51.4, 52.8),
+          ("530B", 20480, 128, 105, 280, 280, 37.83, 56.0, 57.0), ("1T", 25600, 160, 128, 512, 512, 71.49, 56.3, 57.0)]
+
+
+@pytest.mark.parametrize("row", TABLE5, ids=[r[0] for r in TABLE5])
+def test_korthikanti_table5_mfu_hfu(row) -> None:
+    _, h, a, layers, batch, gpus, seconds, mfu, hfu = row
+    model, hardware = step_flops(Shape(layers, h, a, a, 4 * h, 51200, 2048), batch, "selective")
+    assert 100 * model / seconds / gpus / 312e12 == pytest.approx(mfu, abs=0.5)
+    assert 100 * hardware / seconds / gpus / 312e12 == pytest.approx(hfu, abs=0.5)
+
+
+SC21_ITERATION = [3.5, 3.7, 3.7, 9.4, 14.5, 16.1, 24.8, 37.6, 54.1, 102.6]
+
+
+def test_sc21_table1_iteration_times() -> None:
+    from generator.estimate.calibration import SC21_TABLE1
+
+    for row, published in zip(SC21_TABLE1, SC21_ITERATION, strict=True):
+        _, heads, hidden, layers, _, _, gpus, batch, _, _, tflops = row
+        _, hardware = step_flops(sc21_shape(heads, hidden, layers), batch, "full")
+        assert iteration_time(hardware, gpus, tflops) == pytest.approx(published, rel=0.03)
+
+
+@pytest.mark.parametrize(("gpus", "seconds", "tflops"), [(2240, 60.1, 126), (2800, 50.2, 121), (3360, 44.4, 113)])
+def test_mt_nlg_throughput_from_iteration_time(gpus: int, seconds: float, tflops: float) -> None:
+    shape = Shape(105, 20480, 128, 128, 4 * 20480, 50272, 2048)
+    _, hardware = step_flops(shape, 1920, "full")
+    assert hardware / seconds / gpus / 1e12 == pytest.approx(tflops, rel=0.01)
+
+
+def test_sc21_predicted_throughput_without_per_row_tuning() -> None:
+    rows = sc21_rows(presets.gpus()["a100-80gb"])
+    assert median_abs_error(rows) < 0.10
+    assert max(abs(r.error) for r in rows) < 0.15
+
+
+def test_sc21_parameter_column() -> None:
+    from generator.estimate.calibration import SC21_TABLE1
+
+    for params_b, heads, hidden, layers, *_ in SC21_TABLE1:
+        assert count_params(sc21_shape(heads, hidden, layers)).total / 1e9 == pytest.approx(params_b, abs=0.06)
+
+
+PUBLISHED_SIZES_B = {"gpt3-13b": 13.0, "gpt3-175b": 175.0, "llama2-7b": 6.74, "llama2-70b": 68.98,
+                     "llama3-8b": 8.03, "llama3-70b": 70.55, "llama3.1-405b": 405.85, "mixtral-8x7b": 46.70,
+                     "bloom-176b": 176.25, "gpt-neox-20b": 20.55}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_SIZES_B))
+def test_preset_parameter_counts(name: str, tmp_path: Path) -> None:
+    data = spec_dict(framework="megatron-deepspeed",  # bloom's ALiBi needs it
+                     model={"preset": name, "num_layers": None, "hidden_size": None,
+                            "num_attention_heads": None, "vocab_size": None, "seq_length": None},
+                     parallelism={"tp": 1, "pp": 1})
+    plan = plan_of(tmp_path, data)
+    assert plan.estimate().params / 1e9 == pytest.approx(PUBLISHED_SIZES_B[name], rel=0.02)
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
+def test_explain_shows_estimates_for_every_sample(sample: Path) -> None:
+    text = runner.invoke(app, ["explain", str(sample)]).stdout
+    assert "Memory per GPU, first pipeline stage" in text and "total" in text
+    plan = json.loads(runner.invoke(app, ["explain", str(sample), "--format", "json"]).stdout)
+    memory_keys = {"weights_gib", "gradients_gib", "optimizer_gib", "activations_gib", "other_gib",
+                   "total_gib", "capacity_gib", "fits"}
+    assert memory_keys <= set(plan["memory"])
+    if load_spec(sample).cluster.gpu != "cpu":
+        assert ": fits" in text or "DOES NOT FIT" in text
+        assert {"flops_per_step", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "train_days",
+                "gpu_hours"} <= set(plan["performance"])
+        assert 0 < plan["performance"]["mfu"] < 1
+
+
+def test_not_fitting_warns_and_strict_fails(tmp_path: Path) -> None:
+    # GPT-3 175B on 8 A100s with tp 8 only: 175B / 8 × 18 bytes alone exceed 80 GiB
+    data = spec_dict(cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "a100-80gb"},
+                     model={"preset": "gpt3-175b", "num_layers": None, "hidden_size": None,
+                            "num_attention_heads": None, "vocab_size": None, "seq_length": None},
+                     parallelism={"tp": 8, "pp": 1}, batch={"micro_batch_size": 1, "gradient_accumulation_steps": 8})
+    plan = plan_of(tmp_path, data)
+    assert [w.code for w in plan.warnings] == ["GL020"]
+    assert "exceeds the 80 GiB of the GPU; try" in plan.warnings[0].message
+    assert plan.estimate().memory.fits is False and plan.estimate().alternatives
+    spec = tmp_path / "spec.yaml"
+    lax = runner.invoke(app, ["generate", str(spec), "--out", str(tmp_path / "a")])
+    assert lax.exit_code == 0 and "warning: " in lax.stderr and "GL020" in lax.stderr
+    strict = runner.invoke(app, ["generate", str(spec), "--strict", "--out", str(tmp_path / "b")])
+    assert strict.exit_code == 1 and not (tmp_path / "b").exists()
+
+
+def test_fewer_microbatches_than_stages_hold_fewer() -> None:
+    shape = Shape(32, 4096, 32, 32, 16384, 32000, 2048)
+    full = estimate_memory(shape, Layout(pp=4, num_microbatches=8), 80).activations
+    short = estimate_memory(shape, Layout(pp=4, num_microbatches=2), 80).activations
+    assert short == pytest.approx(full / 2)
+
+
+def test_zero3_and_distributed_optimizer_reduce_states() -> None:
+    shape = Shape(32, 4096, 32, 32, 16384, 32000, 2048)
+    plain = estimate_memory(shape, Layout(dp=8, framework="deepspeed", sharding="zero0"), 80)
+    zero3 = estimate_memory(shape, Layout(dp=8, framework="deepspeed", sharding="zero3"), 80)
+    assert zero3.weights == pytest.approx(plain.weights / 8) and zero3.optimizer == pytest.approx(plain.optimizer / 8)
