@@ -64,10 +64,22 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
                 return found
         return None
 
-    for name, text in texts.items():
-        if name.endswith(".json") or not is_script(name, text):
+    sourced: set[str] = set()
+
+    def follow(path_text: str, near: str) -> tuple[str, str] | None:
+        found = find(path_text, near)
+        if found is not None:
+            sourced.add(found[0])
+        return found
+
+    # scripts that source others first, so that a sourced file is read as part of its script
+    scripts = sorted((n for n, t in texts.items() if not n.endswith(".json") and is_script(n, t)),
+                     key=lambda n: "source " not in texts[n])
+    for name in scripts:
+        if name in sourced:
             continue
-        read = read_launch(text, name, lambda p, near=name: find(p, near))
+        text = texts[name]
+        read = read_launch(text, name, lambda p, near=name: follow(p, near))
         result.problems += read.problems
         run = Run(name, dict(read.facts))
         for path, source in read.json_refs:

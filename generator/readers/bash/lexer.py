@@ -4,6 +4,7 @@ unterminated quote or heredoc ends at the end of the file and is reported as a p
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 OPERATORS = ("&&", "||", ";;", ";&", "|&", ";", "&", "|", "(", ")", "\n")
@@ -11,6 +12,10 @@ REDIRECTS = ("<<<", "<<-", "<<", ">>", "&>>", "&>", ">&", "<&", ">|", "<>", ">",
 PARAM_OPS = (":-", ":=", ":+", ":?", "-", "=", "+", "?", "%%", "%", "##", "#", "//", "/", "^^",
              "^", ",,", ",", ":")
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_PLAIN = re.compile(r"[^ \t\r\n;&|()<>\\'\"$`]+")  # a run of unquoted literal characters
+_QUOTED_PLAIN = re.compile(r'[^"\\$`]+')  # inside double quotes
+_HEREDOC_PLAIN = re.compile(r"[^\\$`]+")  # inside an expanding heredoc body
+_BLANKS = re.compile(r"[ \t\r]+")
 SPECIAL_PARAMS = set("@*#?$!-0123456789")
 
 
@@ -120,12 +125,12 @@ class Lexer:
         while self.i < len(s):
             c = s[self.i]
             if c in " \t\r":
-                self.i += 1
+                self.i = _BLANKS.match(s, self.i).end()
             elif c == "\\" and self.peek(1) == "\n":
                 self.i += 2
             elif c == "#":
-                while self.i < len(s) and s[self.i] != "\n":
-                    self.i += 1
+                end = s.find("\n", self.i)
+                self.i = len(s) if end < 0 else end
             elif c == "\n":
                 self.items.append(Op("\n", self.off()))
                 self.i += 1
@@ -143,10 +148,8 @@ class Lexer:
         return self.items
 
     def match(self, options: tuple[str, ...]) -> str | None:
-        for option in options:
-            if self.at(option):
-                return option
-        return None
+        m = _ALTERNATIVES[options].match(self.s, self.i)
+        return m.group() if m else None
 
     def _fd_redirect(self) -> bool:
         j = self.i
@@ -276,9 +279,7 @@ class Lexer:
             elif c == "`":
                 parts.append(self.read_backtick(quoted=False))
             else:
-                j = self.i
-                while j < len(s) and s[j] not in " \t\r\n;&|()<>\\'\"$`":
-                    j += 1
+                j = _PLAIN.match(s, self.i).end()
                 parts.append(Lit(s[self.i:j], self.off()))
                 self.i = j
         return Word(parts, self.off(start), self.off())
@@ -310,8 +311,10 @@ class Lexer:
             else:
                 if not buffer:
                     buffer_start = self.i
-                buffer.append(c)
-                self.i += 1
+                plain = (_QUOTED_PLAIN if until else _HEREDOC_PLAIN).match(s, self.i)
+                end = plain.end() if plain else self.i + 1
+                buffer.append(s[self.i:end])
+                self.i = end
         else:
             if until is not None:
                 self.problems.append((self.off(), "unterminated double quote"))
@@ -446,6 +449,10 @@ class Lexer:
             elif self.i == before:
                 self.i += 1
         return parts
+
+
+_ALTERNATIVES = {options: re.compile("|".join(re.escape(o) for o in options))
+                 for options in (OPERATORS, REDIRECTS)}  # each tuple lists longer tokens first
 
 
 def lex(text: str, base: int = 0) -> tuple[list, list[tuple[int, str]]]:
