@@ -54,9 +54,9 @@ def _estimates(plan: Plan) -> list[str]:
     m = e.memory
     capacity = m.capacity or m.total
     rows = [("weights", m.weights), ("gradients", m.gradients), ("optimizer states", m.optimizer),
-            ("activations", m.activations), ("logits (last stage)", m.logits),
+            ("activations", m.activations), ("logits", m.logits),
             (f"allowance ({ALLOWANCE_FIXED_GIB:g} GiB + {ALLOWANCE_FRACTION:.0%})", m.other)]
-    lines = ["", f"Memory per GPU, first pipeline stage ({e.params / 1e9:.2f}B parameters)"]
+    lines = ["", f"Memory per GPU, most loaded ({m.stage}) pipeline stage ({e.params / 1e9:.2f}B parameters)"]
     lines += [f"  {name:28} {value / GIB:8.2f} GiB  {_bar(value / capacity)}" for name, value in rows]
     if m.capacity is None:
         lines.append(f"  {'total':28} {m.total / GIB:8.2f} GiB  (no capacity for this preset)")
@@ -75,7 +75,8 @@ def _estimates(plan: Plan) -> list[str]:
         "Time (FLOPs: matmuls, full attention, logits; fwd+bwd = 3×fwd)",
         f"  {p.model_flops:.3e} model FLOPs per step ({p.hardware_flops:.3e} with recompute)",
         f"  step {p.step_time_s:.2f} s = compute {p.compute_s:.2f} + memory-bound {p.memory_s:.2f} + "
-        f"bubble {p.bubble_s:.2f} + tp comm {p.tp_comm_s:.2f} + dp comm {p.dp_comm_s:.2f}",
+        f"bubble {p.bubble_s:.2f} + tp comm {p.tp_comm_s:.2f} + cp comm {p.cp_comm_s:.2f} + "
+        f"dp comm {p.dp_comm_s:.2f}",
         f"  {p.tokens_per_s:,.0f} tokens/s, {p.tflops_per_gpu:.0f} TFLOP/s per GPU, "
         f"MFU {p.mfu:.1%}, HFU {p.hfu:.1%}",
         f"  {plan.train_tokens:,} tokens in {days:.1f} days, {days * 24 * p.gpus:,.0f} GPU-hours",

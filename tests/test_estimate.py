@@ -17,6 +17,7 @@ from generator.estimate.memory import (
     Layout,
     deepspeed_estimator_bytes,
     estimate_memory,
+    stage_memory,
     state_bytes_per_param,
 )
 from generator.estimate.params import Shape, count_params
@@ -42,7 +43,8 @@ def activations(row, **changes) -> float:
     _, h, a, layers, t, p, v, mbs, *_ = row
     layout = Layout(tp=t, pp=p, vpp=v, micro_batch_size=mbs, num_microbatches=64,
                     flash_attention=False, **changes)
-    return estimate_memory(Shape(layers, h, a, a, 4 * h, 51200, 2048), layout, 80).activations / GIB
+    shape = Shape(layers, h, a, a, 4 * h, 51200, 2048)
+    return stage_memory(shape, layout, 80, first=True, last=False).activations / GIB
 
 
 @pytest.mark.parametrize("row", FIG1, ids=[r[0] for r in FIG1])
@@ -146,7 +148,7 @@ def test_preset_parameter_counts(name: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
 def test_explain_shows_estimates_for_every_sample(sample: Path) -> None:
     text = runner.invoke(app, ["explain", str(sample)]).stdout
-    assert "Memory per GPU, first pipeline stage" in text and "total" in text
+    assert "Memory per GPU, most loaded" in text and "total" in text
     plan = json.loads(runner.invoke(app, ["explain", str(sample), "--format", "json"]).stdout)
     memory_keys = {"weights_gib", "gradients_gib", "optimizer_gib", "activations_gib", "other_gib",
                    "total_gib", "capacity_gib", "fits"}
@@ -187,3 +189,12 @@ def test_zero3_and_distributed_optimizer_reduce_states() -> None:
     plain = estimate_memory(shape, Layout(dp=8, framework="deepspeed", sharding="zero0"), 80)
     zero3 = estimate_memory(shape, Layout(dp=8, framework="deepspeed", sharding="zero3"), 80)
     assert zero3.weights == pytest.approx(plain.weights / 8) and zero3.optimizer == pytest.approx(plain.optimizer / 8)
+
+
+def test_last_stage_can_be_the_most_loaded() -> None:
+    """A 128k vocabulary: the last stage's output layer and fp32 logits outweigh the first."""
+    shape = Shape(32, 4096, 32, 8, 14336, 128256, 8192, swiglu=True, rmsnorm=True, bias=False,
+                  learned_positions=False, tie_embeddings=False)
+    memory = estimate_memory(shape, Layout(pp=4, dp=1, micro_batch_size=4, num_microbatches=1,
+                                           recompute="full"), 80)
+    assert memory.stage == "last" and memory.logits > 0

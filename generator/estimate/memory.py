@@ -46,6 +46,7 @@ class Memory:
     logits: float
     other: float
     capacity: float | None
+    stage: str = "first"  # which pipeline stage this is (the most loaded one)
 
     @property
     def total(self) -> float:
@@ -62,7 +63,7 @@ class Memory:
         return {"weights_gib": g(self.weights), "gradients_gib": g(self.gradients),
                 "optimizer_gib": g(self.optimizer), "activations_gib": g(self.activations),
                 "logits_gib": g(self.logits), "other_gib": g(self.other), "total_gib": g(self.total),
-                "capacity_gib": g(self.capacity), "fits": self.fits}
+                "capacity_gib": g(self.capacity), "fits": self.fits, "stage": self.stage}
 
 
 def state_bytes_per_param(precision: str, sharding: str, dp: int) -> tuple[float, float, float]:
@@ -102,30 +103,49 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout) -> float:
 
 
 def estimate_memory(shape: Shape, layout: Layout, capacity_gib: float | None) -> Memory:
+    """The most loaded GPU: the first pipeline stage (embeddings, p micro-batches in flight) or,
+    with pp > 1, the last (output layer, logits, one micro-batch in flight), whichever is larger."""
+    first = stage_memory(shape, layout, capacity_gib, first=True, last=layout.pp == 1)
+    if layout.pp == 1:
+        return first
+    last = stage_memory(shape, layout, capacity_gib, first=False, last=True)
+    return max(first, last, key=lambda m: m.total)
+
+
+def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, first: bool,
+                  last: bool) -> Memory:
     params = count_params(shape)
     layers = shape.num_layers / layout.pp
     experts_per_rank = params.num_experts / layout.ep
     dense = (params.attention + params.norms + params.router) / layout.tp
     expert = params.mlp * experts_per_rank / (layout.etp if shape.num_experts else layout.tp)
-    stage = layers * (dense + expert) + params.embedding / layout.tp
-    if layout.pp == 1:
-        stage += (params.output + params.final_norm) / layout.tp
+    stage = layers * (dense + expert)
+    if first:
+        stage += params.embedding / layout.tp
+    if last:  # a tied output layer keeps its own copy of the word embeddings on the last stage
+        output = params.output or (0 if first else shape.vocab_size * shape.hidden_size)
+        stage += (output + params.final_norm) / layout.tp
     weight, grad, opt = state_bytes_per_param(layout.precision, layout.sharding, layout.dp)
-    # first stage: p micro-batches in flight of L/p layers each (1F1B) = all L layers' worth,
-    # times the interleaving penalty; fewer micro-batches than stages hold fewer
-    in_flight = shape.num_layers
-    if layout.vpp > 1:
-        in_flight *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
-    elif layout.num_microbatches < layout.pp:
-        in_flight *= layout.num_microbatches / layout.pp
+    # 1F1B: the first stage holds p micro-batches in flight of L/p layers each = all L layers'
+    # worth (times the interleaving penalty; fewer micro-batches than stages hold fewer); the
+    # last stage holds one micro-batch of its own layers.
+    if first:
+        in_flight = float(shape.num_layers)
+        if layout.vpp > 1:
+            in_flight *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
+        elif layout.num_microbatches < layout.pp:
+            in_flight *= layout.num_microbatches / layout.pp
+    else:
+        in_flight = layers
     activations = activation_bytes_per_layer(shape, layout) * in_flight
     logits = 0.0
-    if layout.pp == 1:  # fp32 logits of the loss, split by tp (and cp), on the last stage
+    if last:  # fp32 logits of the loss, split by tp (and cp)
         logits = 4 * shape.seq_length / layout.cp * layout.micro_batch_size * shape.vocab_size / layout.tp
     states = stage * (weight + grad + opt)
     other = ALLOWANCE_FIXED_GIB * GIB + ALLOWANCE_FRACTION * (states + activations + logits)
     return Memory(stage * weight, stage * grad, stage * opt, activations, logits, other,
-                  None if capacity_gib is None else capacity_gib * GIB)
+                  None if capacity_gib is None else capacity_gib * GIB,
+                  "first" if first else "last")
 
 
 def alternatives(shape: Shape, layout: Layout, capacity_gib: float,

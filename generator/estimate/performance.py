@@ -37,6 +37,7 @@ class Performance:
     memory_s: float
     bubble_s: float
     tp_comm_s: float
+    cp_comm_s: float
     dp_comm_s: float
     tokens_per_step: int
     gpus: int
@@ -113,10 +114,10 @@ def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
 
 def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int,
                          top_k: int | None = None) -> Performance:
-    """A step-time model: compute at the calibrated efficiency, stretched by the pipeline bubble
-    (p − 1)/(v·m); tensor/context-parallel all-reduces per layer on the intra-node link
-    (exposed); the data-parallel gradient reduction on the inter-node link, overlapped with the
-    backward pass except its last layer's share."""
+    """A step-time model: compute at the calibrated efficiency plus memory-bound work, stretched
+    by the pipeline bubble (p − 1)/(v·m); tensor-parallel all-reduces and context-parallel K/V
+    exchanges per layer on the intra-node link (exposed); the data-parallel gradient reduction on
+    the inter-node link, overlapped with the backward pass except its last layer's share."""
     model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
     compute = hardware / gpus / (hw.peak_tflops * 1e12 * hw.efficiency)
@@ -132,6 +133,15 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         per_layer = passes * 2 * (layout.tp - 1) / layout.tp * volume
         link = hw.intranode_gbps if layout.tp <= hw.gpus_per_node else hw.internode_gbps
         tp_comm = per_layer * shape.num_layers / layout.pp * m / (link * 1e9)
+    # CP: each rank gathers the other ranks' K and V per layer (forward, and their gradients back),
+    # 2 · b · s/cp · kv-width 16-bit values from each of the cp − 1 others.
+    cp_comm = 0.0
+    if layout.cp > 1:
+        passes = 4 if layout.recompute == "full" else 3
+        kv = shape.num_query_groups * shape.head_dim / layout.tp
+        volume = 2 * 2 * layout.micro_batch_size * shape.seq_length / layout.cp * kv * (layout.cp - 1)
+        link = hw.intranode_gbps if layout.tp * layout.cp <= hw.gpus_per_node else hw.internode_gbps
+        cp_comm = passes * volume * shape.num_layers / layout.pp * m / (link * 1e9)
     dp_comm = 0.0
     if layout.dp > 1:
         p = count_params(shape)
@@ -140,6 +150,6 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         dp_total = volume / (hw.internode_gbps * 1e9)
         backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
         dp_comm = max(dp_total - backward, dp_total / shape.num_layers)
-    step = compute + memory + bubble + tp_comm + dp_comm
-    return Performance(model, hardware, step, compute, memory, bubble, tp_comm, dp_comm,
+    step = compute + memory + bubble + tp_comm + cp_comm + dp_comm
+    return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
                        global_batch * shape.seq_length, gpus, hw.peak_tflops)

@@ -35,6 +35,7 @@ class Estimate:
                 "step_breakdown_s": {"compute": round(p.compute_s, 3), "memory_bound": round(p.memory_s, 3),
                                      "pipeline_bubble": round(p.bubble_s, 3),
                                      "tensor_parallel_comm": round(p.tp_comm_s, 3),
+                                     "context_parallel_comm": round(p.cp_comm_s, 3),
                                      "data_parallel_comm": round(p.dp_comm_s, 3)},
                 "tokens_per_s": round(p.tokens_per_s), "tflops_per_gpu": round(p.tflops_per_gpu, 1),
                 "mfu": round(p.mfu, 4), "hfu": round(p.hfu, 4),
