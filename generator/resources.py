@@ -18,3 +18,11 @@ def data_dir(name: str) -> Path:
     raise FileNotFoundError(f"gen-launch data folder {name!r} not found beside {_PACKAGE_DIR}")
 
 
+
+
+@cache
+def read_yaml(path: Path):
+    """A data file shipped in the package (presets, rule tables), read once."""
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -1,16 +1,15 @@
-"""Reference tables read by the rules (data, not code): removed Megatron flags, DeepSpeed keys."""
+"""Reference tables read by the rules (data, not code): removed Megatron flags, DeepSpeed keys,
+Slurm variables."""
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from generator.resources import read_yaml
 
 _DIR = Path(__file__).resolve().parent
 
 
-@cache
 def load(name: str) -> Any:
-    return yaml.safe_load((_DIR / name).read_text(encoding="utf-8"))
+    return read_yaml(_DIR / name)

@@ -60,11 +60,6 @@ class Params:
     def total(self) -> int:
         return self.per_layer * self.num_layers + self.embedding + self.output + self.final_norm
 
-    @property
-    def active(self) -> int:
-        """Parameters a token passes through (MoE: top-k experts are counted by the caller)."""
-        return self.total - (self.num_experts - 1) * self.mlp * self.num_layers
-
 
 def count_params(shape: Shape) -> Params:
     h, f = shape.hidden_size, shape.ffn_hidden_size

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.estimate.memory import GIB, Layout, Memory, alternatives, estimate_memory
+from generator.estimate.memory import (
+    GIB,
+    Layout,
+    Memory,
+    alternatives,
+    deepspeed_estimator_bytes,
+    estimate_memory,
+)
 from generator.estimate.params import Shape, count_params
 from generator.estimate.performance import Hardware, Performance, estimate_performance
 
@@ -16,6 +23,7 @@ class Estimate:
     performance: Performance | None  # None on the cpu preset (no peak to model)
     alternatives: tuple[tuple[str, Memory], ...]
     train_tokens: int
+    deepspeed_estimator: float | None = None  # DeepSpeed's own ZeRO-2/3 model-state estimate
 
     @property
     def train_seconds(self) -> float | None:
@@ -26,6 +34,8 @@ class Estimate:
         out = {"parameters": self.params, "memory": self.memory.gib(), "performance": None,
                "if_it_does_not_fit": [{"change": label, "total_gib": round(m.total / GIB, 2),
                                        "fits": m.fits} for label, m in self.alternatives]}
+        if self.deepspeed_estimator is not None:
+            out["memory"]["deepspeed_estimator_model_states_gib"] = round(self.deepspeed_estimator / GIB, 2)
         if p is not None:
             seconds = self.train_seconds or 0.0
             out["performance"] = {
@@ -78,4 +88,9 @@ def estimate_plan(plan) -> Estimate:
     hw = hardware_of(plan.gpu, plan.spec.training.precision, plan.spec.cluster.gpus_per_node)
     performance = None if hw is None else estimate_performance(
         shape, layout, hw, plan.global_batch_size, plan.model.moe_top_k)
-    return Estimate(count_params(shape).total, memory, performance, others, plan.train_tokens)
+    params = count_params(shape)
+    cross_check = None
+    if layout.sharding in ("zero2", "zero3") and plan.pp == 1 and plan.tp == 1:
+        cross_check = deepspeed_estimator_bytes(params.total, plan.world_size, int(layout.sharding[-1]),
+                                                max(params.per_layer, params.embedding))
+    return Estimate(params.total, memory, performance, others, plan.train_tokens, cross_check)

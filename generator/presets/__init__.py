@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from generator.resources import read_yaml
 
 _DIR = Path(__file__).resolve().parent
 
 
-@cache
-def _load(name: str) -> dict[str, dict[str, Any]]:
-    return yaml.safe_load((_DIR / name).read_text(encoding="utf-8"))
-
-
 def gpus() -> dict[str, dict[str, Any]]:
-    return _load("gpus.yaml")
+    return read_yaml(_DIR / "gpus.yaml")
 
 
 def models() -> dict[str, dict[str, Any]]:
-    return _load("models.yaml")
+    return read_yaml(_DIR / "models.yaml")
