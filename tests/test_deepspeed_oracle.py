@@ -147,3 +147,13 @@ def test_two_process_training_run(tmp_path: Path) -> None:
         "dtype": "torch.bfloat16",
     }
     assert (got["train_batch_size"], got["dp"]) == (plan.global_batch_size, plan.dp)
+
+
+def test_offload_config_accepted_by_deepspeed(deepspeed_config, tmp_path: Path) -> None:
+    data = spec_dict(framework="deepspeed", parallelism={"tp": 1, "pp": 1, "zero_stage": 3,
+                                                          "zero_offload": "optimizer_and_params"})
+    plan = plan_of(tmp_path, data)
+    config = json.loads(render_all(plan)["ds_config.json"])
+    parsed = deepspeed_config(config, mpu=FakeMPU(plan.dp))
+    assert str(parsed.zero_config.offload_optimizer.device).endswith("cpu")
+    assert str(parsed.zero_config.offload_param.device).endswith("cpu")

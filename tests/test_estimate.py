@@ -198,3 +198,14 @@ def test_last_stage_can_be_the_most_loaded() -> None:
     memory = estimate_memory(shape, Layout(pp=4, dp=1, micro_batch_size=4, num_microbatches=1,
                                            recompute="full"), 80)
     assert memory.stage == "last" and memory.logits > 0
+
+
+def test_cpu_offload_moves_states_off_the_gpu(tmp_path: Path) -> None:
+    data = spec_dict(framework="deepspeed", parallelism={"tp": 1, "pp": 1, "zero_stage": 3,
+                                                          "zero_offload": "optimizer_and_params"},
+                     batch={"micro_batch_size": 1, "gradient_accumulation_steps": 1})
+    offloaded = plan_of(tmp_path, data).estimate().memory
+    data["parallelism"]["zero_offload"] = "none"
+    on_gpu = plan_of(tmp_path, data, "b.yaml").estimate().memory
+    assert offloaded.optimizer == 0 and offloaded.weights == 0 and on_gpu.optimizer > 0
+    assert offloaded.total < on_gpu.total

@@ -35,6 +35,7 @@ class Layout:
     precision: str = "bf16"
     sharding: str = "none"  # none | distributed_optimizer | zero1 | zero2 | zero3
     framework: str = "megatron-lm"
+    offload: str = "none"  # none | optimizer | optimizer_and_params (ZeRO-Offload to CPU memory)
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,10 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, first
     logits = 0.0
     if last:  # fp32 logits of the loss, split by tp (and cp)
         logits = 4 * shape.seq_length / layout.cp * layout.micro_batch_size * shape.vocab_size / layout.tp
+    if layout.offload != "none":
+        opt = 0.0  # optimizer states (and the update) live in CPU memory
+    if layout.offload == "optimizer_and_params":
+        weight = 0.0  # ZeRO-3 fetches each layer's parameters from the CPU when it runs
     states = stage * (weight + grad + opt)
     other = ALLOWANCE_FIXED_GIB * GIB + ALLOWANCE_FRACTION * (states + activations + logits)
     return Memory(stage * weight, stage * grad, stage * opt, activations, logits, other,
@@ -162,6 +167,8 @@ def alternatives(shape: Shape, layout: Layout, capacity_gib: float,
                                 num_microbatches=layout.num_microbatches * 2)))
     if layout.framework == "megatron-lm" and layout.sharding == "none" and layout.dp > 1:
         options.append(("distributed optimizer", replace(layout, sharding="distributed_optimizer")))
+    if layout.sharding in ("zero1", "zero2", "zero3") and layout.offload == "none":
+        options.append(("CPU offload of the optimizer", replace(layout, offload="optimizer")))
     if layout.sharding.startswith("zero") and layout.sharding != "zero3" and layout.dp > 1:
         nxt = int(layout.sharding[-1]) + 1
         if nxt < 2 or layout.pp == 1:  # ZeRO-2/3 do not run with DeepSpeed's pipeline engine

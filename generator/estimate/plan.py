@@ -66,7 +66,7 @@ def layout_of(plan) -> Layout:
                   num_microbatches=plan.gradient_accumulation_steps,
                   sequence_parallel=s.parallelism.sequence_parallel, recompute=s.training.recompute,
                   flash_attention=s.training.flash_attention, precision=s.training.precision,
-                  sharding=sharding, framework=plan.framework)
+                  sharding=sharding, framework=plan.framework, offload=s.parallelism.zero_offload)
 
 
 def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | None:

@@ -73,3 +73,22 @@ def ulysses(seq_length: int, num_attention_heads: int, cp: int, framework: str) 
     return (f"Ulysses sequence parallelism cp {cp} must divide seq_length {seq_length} and "
             f"num_attention_heads {num_attention_heads}; use cp in "
             f"{[d for d in divisors(num_attention_heads) if seq_length % d == 0]}")
+
+
+@rule("GL110", "offload-needs-zero",
+      "CPU offload needs DeepSpeed ZeRO: the optimizer from stage 1, the parameters at stage 3.")
+def offload(zero_offload: str, framework: str, zero_stage: int | None = None) -> str | None:
+    """DeepSpeed's offload_optimizer is valid for ZeRO stages 1-3 and offload_param only for
+    stage 3; Megatron-LM has no ZeRO-Offload. Fix: raise the ZeRO stage, or drop the offload.
+
+    Example: zero_offload: optimizer_and_params with zero_stage 2."""
+    if zero_offload == "none":
+        return None
+    if framework == "megatron-lm":
+        return "zero_offload is a DeepSpeed feature; use framework deepspeed or megatron-deepspeed"
+    stage = zero_stage or 0
+    if stage == 0:
+        return "zero_offload needs zero_stage 1 or higher (offload_optimizer)"
+    if zero_offload == "optimizer_and_params" and stage != 3:
+        return f"offloading the parameters needs zero_stage 3 (got {stage}); offload only the optimizer"
+    return None

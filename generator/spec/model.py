@@ -58,6 +58,7 @@ class Parallelism:
     zero_stage: int | None
     distributed_optimizer: bool
     dp: int | None
+    zero_offload: str
 
 
 @dataclass(frozen=True)
