@@ -168,7 +168,8 @@ def test_not_fitting_warns_and_strict_fails(tmp_path: Path) -> None:
                      parallelism={"tp": 8, "pp": 1}, batch={"micro_batch_size": 1, "gradient_accumulation_steps": 8})
     plan = plan_of(tmp_path, data)
     assert [w.code for w in plan.warnings] == ["GL020"]
-    assert "exceeds the 80 GiB of the GPU; try" in plan.warnings[0].message
+    assert "exceeds the 80 GiB of the GPU; largest: " in plan.warnings[0].message
+    assert "; try " in plan.warnings[0].message
     assert plan.estimate().memory.fits is False and plan.estimate().alternatives
     spec = tmp_path / "spec.yaml"
     lax = runner.invoke(app, ["generate", str(spec), "--out", str(tmp_path / "a")])

@@ -180,8 +180,10 @@ def alternatives(shape: Shape, layout: Layout, capacity_gib: float,
     if layout.dp % 2 == 0 and shape.num_layers % (2 * layout.pp) == 0:
         options.append((f"pp {2 * layout.pp}", replace(layout, pp=2 * layout.pp, dp=layout.dp // 2,
                                                         num_microbatches=layout.num_microbatches * 2)))
+    current = estimate_memory(shape, layout, capacity_gib).total
     results = [(label, estimate_memory(shape, option, capacity_gib)) for label, option in options]
-    return sorted(results, key=lambda r: (not r[1].fits, r[1].total))
+    return sorted(((label, m) for label, m in results if m.total < current),
+                  key=lambda r: (not r[1].fits, r[1].total))
 
 
 def deepspeed_estimator_bytes(total_params: int, gpus: int, stage: int,

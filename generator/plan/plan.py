@@ -289,12 +289,18 @@ def _memory_warnings(plan: Plan, facts: dict[str, Fact]) -> tuple[Finding, ...]:
     estimate = estimate_plan(plan)
     if estimate.memory.capacity is None:
         return ()
-    advice = ", ".join(f"{label} → {m.total / GIB:.1f} GiB" for label, m in estimate.alternatives)
-    where = facts["micro_batch_size"].source
+    m = estimate.memory
+    parts = {"weights": m.weights, "gradients": m.gradients, "optimizer states": m.optimizer,
+             "activations": m.activations, "logits": m.logits}
+    largest = sorted(parts.items(), key=lambda kv: -kv[1])[:2]
+    advice = f"largest: {', '.join(f'{name} {value / GIB:.1f} GiB' for name, value in largest)}"
+    changes = ", ".join(f"{label} → {alt.total / GIB:.1f} GiB" for label, alt in estimate.alternatives)
+    if changes:
+        advice += f"; try {changes}"
     finding = RULES["GL020"].run({
-        "memory_total_gib": Fact(estimate.memory.total / GIB, where),
-        "memory_capacity_gib": Fact(estimate.memory.capacity / GIB, plan.spec.where("cluster.gpu")),
-        "memory_advice": Fact(f"try {advice}" if advice else None, DERIVED)})
+        "memory_total_gib": Fact(m.total / GIB, facts["micro_batch_size"].source),
+        "memory_capacity_gib": Fact(m.capacity / GIB, plan.spec.where("cluster.gpu")),
+        "memory_advice": Fact(advice, DERIVED)})
     return (finding,) if finding else ()
 
 
