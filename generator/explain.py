@@ -29,7 +29,7 @@ def explain_text(plan: Plan) -> str:
         f"{plan.train_tokens:,} tokens ≈ {human(plan.train_tokens)} "
         f"({plan.train_samples:,} samples)",
         f"  warmup {plan.schedule.warmup_iters:,} steps ({plan.warmup_samples:,} samples), then "
-        f"{t.decay} decay from lr {t.lr:g} to {t.min_lr:g} at step {plan.schedule.train_iters:,}",
+        f"{t.decay} decay from lr {plan.lr:.4g} to {t.min_lr:g} at step {plan.schedule.train_iters:,}",
         "  Megatron counts the schedule in "
         + ("samples (--train-samples)" if plan.schedule.sample_based else "iterations (--train-iters)")
         + ("; DeepSpeed in optimizer steps" if plan.uses_deepspeed else ""),

@@ -125,3 +125,17 @@ def test_solver_leaves_inconsistency_to_the_rules() -> None:
 @pytest.mark.parametrize(("target", "unit", "k"), [(10, 4, 2), (10, 3, 3), (1, 100, 1), (14, 4, 3), (6, 4, 1)])
 def test_closest_multiple(target: int, unit: int, k: int) -> None:
     assert closest_multiple(target, unit) == k
+
+
+@pytest.mark.parametrize(("rule", "expected"), [("linear", 4e-4), ("sqrt", 2e-4)])
+def test_lr_scaling_from_a_reference(tmp_path: Path, rule: str, expected: float) -> None:
+    # global = 4 × 2 × dp 8 = 64 = 4 × the reference 16
+    data = with_batch({"micro_batch_size": 4, "gradient_accumulation_steps": 2})
+    data["training"] = {"train_iters": 1000, "warmup": {"iters": 10},
+                        "lr_scaling": {"rule": rule, "reference_global_batch_size": 16, "reference_lr": 1e-4}}
+    plan = plan_of(tmp_path, data)
+    assert plan.lr == pytest.approx(expected)
+    assert any(line.startswith("lr = reference_lr × ") and f"({rule} rule)" in line for line in plan.derivation)
+    from generator.render import render_all
+
+    assert f"--lr {plan.lr!r}" in render_all(plan)["megatron_args.sh"]

@@ -80,7 +80,7 @@ def build_scheduler(config: dict, plan: Plan) -> None:
     import torch
     from deepspeed.runtime import lr_schedules
 
-    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=plan.spec.training.lr)
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=plan.lr)
     kind = config["scheduler"]["type"]
     cls = getattr(lr_schedules, kind, None) or getattr(torch.optim.lr_scheduler, kind)
     scheduler = cls(optimizer, **config["scheduler"]["params"])

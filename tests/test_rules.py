@@ -53,6 +53,8 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
                "--step-batch-size-schedule cannot be combined with --global-batch-size")],
     "GL020": [({"memory_total_gib": 90.0, "memory_capacity_gib": 80.0}, {"memory_total_gib": 70.0, "memory_capacity_gib": 80.0},
                "estimated 90.0 GiB per GPU exceeds the 80 GiB of the GPU")],
+    "GL021": [({"lr_scaling_rule": "linear", "global_batch_size": 16384}, {"lr_scaling_rule": "sqrt", "global_batch_size": 16384},
+               "linear LR scaling to a global batch of 16384 sequences")],
     "GL101": [({"ds_auto": (("zero_optimization.stage", "x.yaml:4:1"),)}, {"ds_auto": (("train_batch_size", "x.yaml:4:1"),)},
                "\"auto\" at zero_optimization.stage: DeepSpeed silently replaces it"),
               ({"ds_auto": (("train_batch_size", "x.yaml:4:1"),), "launcher": "deepspeed"},

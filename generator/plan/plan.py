@@ -59,6 +59,7 @@ class Plan:
     zero_stage: int | None
     schedule: Schedule
     cuda_device_max_connections_1: bool
+    lr: float
     batch_how: str
     notes: tuple[str, ...]
     warnings: tuple[Finding, ...]
@@ -87,7 +88,7 @@ class Plan:
     @property
     def min_lr_ratio(self) -> float:
         """min_lr / lr, the form DeepSpeed's WarmupCosineLR takes (cos_min_ratio)."""
-        return self.spec.training.min_lr / self.spec.training.lr
+        return self.spec.training.min_lr / self.lr
 
     @property
     def log_dirs(self) -> tuple[str, ...]:
@@ -177,7 +178,7 @@ class Plan:
                          "warmup_iters": self.schedule.warmup_iters,
                          "warmup_samples": self.warmup_samples,
                          "megatron_counts_in": "samples" if self.schedule.sample_based else "iterations",
-                         "decay": s.training.decay, "lr": s.training.lr, "min_lr": s.training.min_lr},
+                         "decay": s.training.decay, "lr": self.lr, "min_lr": s.training.min_lr},
             "launch": {"launcher": s.launch.launcher, "tasks_per_node": self.tasks_per_node,
                        "procs_per_node": self.procs_per_node,
                        "cuda_device_max_connections_1": self.cuda_device_max_connections_1},
@@ -251,6 +252,11 @@ def resolve(spec: Spec) -> Plan:
                          if getattr(spec.training, k) is not None)
             facts["train_iters"] = Fact(schedule.train_iters, spec.where(f"training.{given}"))
             facts["warmup_iters"] = Fact(schedule.warmup_iters, spec.where("training.warmup"))
+            if spec.training.lr_scaling is not None:
+                facts["lr"] = Fact(scaled_lr(spec.training.lr_scaling, solved.global_batch_size),
+                                   spec.where("training.lr_scaling"))
+                facts["lr_scaling_rule"] = Fact(spec.training.lr_scaling.rule,
+                                                spec.where("training.lr_scaling.rule"))
     # Export CUDA_DEVICE_MAX_CONNECTIONS=1 exactly where the rule (GL203) would ask for it.
     needs_connections = RULES["GL203"].run(facts) is not None
     if needs_connections:
@@ -273,6 +279,7 @@ def resolve(spec: Spec) -> Plan:
         zero_stage=(p.zero_stage or 0) if is_deepspeed else None,
         schedule=schedule,
         cuda_device_max_connections_1=needs_connections,
+        lr=facts["lr"].value,
         batch_how=solved.how,
         notes=tuple(n for n in (solved.rounding, *schedule.notes) if n),
         warnings=tuple(f for f in findings if f.severity != "error"),
@@ -304,6 +311,13 @@ def _memory_warnings(plan: Plan, facts: dict[str, Fact]) -> tuple[Finding, ...]:
     return (finding,) if finding else ()
 
 
+def scaled_lr(scaling, global_batch_size: int) -> float:
+    """The reference LR scaled to this batch: linear (Goyal et al. 2017) or square root (Adam,
+    Malladi et al. 2022)."""
+    ratio = global_batch_size / scaling.reference_global_batch_size
+    return scaling.reference_lr * (ratio if scaling.rule == "linear" else ratio ** 0.5)
+
+
 def _derivation(spec: Spec, world: int, dp: int, solved, schedule: Schedule) -> tuple[str, ...]:
     c, p, m = spec.cluster, spec.parallelism, spec.model
     micro, acc, glob = (solved.micro_batch_size, solved.gradient_accumulation_steps,
@@ -332,4 +346,10 @@ def _derivation(spec: Spec, world: int, dp: int, solved, schedule: Schedule) -> 
         schedule.iters_derivation,
         schedule.warmup_derivation,
     ]
+    scaling = spec.training.lr_scaling
+    if scaling is not None:
+        factor = (f"{glob} / {scaling.reference_global_batch_size}" if scaling.rule == "linear"
+                  else f"sqrt({glob} / {scaling.reference_global_batch_size})")
+        lines.append(f"lr = reference_lr × {factor} ({scaling.rule} rule) = {scaling.reference_lr:g} "
+                     f"× {factor} = {scaled_lr(scaling, glob):.4g}")
     return tuple(lines)

@@ -237,3 +237,17 @@ def memory_fit(memory_total_gib: float, memory_capacity_gib: float,
         return None
     return (f"estimated {memory_total_gib:.1f} GiB per GPU exceeds the {memory_capacity_gib:.0f} GiB "
             f"of the GPU" + (f"; {memory_advice}" if memory_advice else ""))
+
+
+@rule("GL021", "linear-lr-scaling-beyond-8k",
+      "The linear LR-scaling rule was shown to hold up to about 8K sequences.", severity="warning")
+def linear_scaling_limit(lr_scaling_rule: str, global_batch_size: int) -> str | None:
+    """Goyal et al. 2017 scaled the learning rate linearly with the batch up to 8K images, and
+    it broke down beyond; with Adam the square-root rule is the usual choice (seed article 003).
+    Fix: rule sqrt, or a reference run closer to this batch.
+
+    Example: lr_scaling {rule: linear, reference_global_batch_size: 256} at global batch 16384."""
+    if lr_scaling_rule != "linear" or global_batch_size <= 8192:
+        return None
+    return (f"linear LR scaling to a global batch of {global_batch_size} sequences, beyond the ~8K "
+            "where the linear rule was shown to hold; consider rule: sqrt")

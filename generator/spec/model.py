@@ -78,12 +78,19 @@ class Warmup:
 
 
 @dataclass(frozen=True)
+class LRScaling:
+    rule: str  # linear | sqrt
+    reference_global_batch_size: int
+    reference_lr: float
+
+
+@dataclass(frozen=True)
 class Training:
     precision: str
     train_tokens: int | None
     train_iters: int | None
     train_samples: int | None
-    lr: float
+    lr: float | None  # None: derived from lr_scaling
     min_lr: float
     warmup: Warmup
     decay: str
@@ -95,6 +102,17 @@ class Training:
     seed: int
     log_interval: int
     flash_attention: bool
+    lr_scaling: LRScaling | None = None
+
+
+@dataclass(frozen=True)
+class Megatron:
+    version: str  # core_v0.16 | core_v0.17 | core_v0.18 | latest
+
+    @property
+    def has_rampup(self) -> bool:
+        """--rampup-batch-size works up to core 0.17; later releases parse and ignore it."""
+        return self.version in ("core_v0.16", "core_v0.17")
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,7 @@ class Spec:
     training: Training
     launch: Launch
     slurm: Slurm
+    megatron: Megatron
     source: str
     doc: Document = field(repr=False, compare=False)
 
@@ -203,7 +222,7 @@ def build_spec(doc: Document) -> Spec:
             train_tokens=count("training", "train_tokens"),
             train_iters=count("training", "train_iters"),
             train_samples=count("training", "train_samples"),
-            lr=float(t["lr"]),
+            lr=float(t["lr"]) if t.get("lr") is not None else None,
             min_lr=float(t["min_lr"]),
             warmup=_warmup(doc, t["warmup"], count),
             decay=t["decay"],
@@ -215,6 +234,7 @@ def build_spec(doc: Document) -> Spec:
             seed=t["seed"],
             log_interval=t["log_interval"],
             flash_attention=t["flash_attention"],
+            lr_scaling=LRScaling(**t["lr_scaling"]) if t.get("lr_scaling") else None,
         ),
         launch=Launch(
             launcher=data["launch"]["launcher"],
@@ -224,6 +244,7 @@ def build_spec(doc: Document) -> Spec:
             env=tuple((k, _env_text(v)) for k, v in data["launch"]["env"].items()),
         ),
         slurm=Slurm(**{**data["slurm"], "container_mounts": tuple(data["slurm"]["container_mounts"])}),
+        megatron=Megatron(**data["megatron"]),
         source=doc.file,
         doc=doc,
     )
