@@ -25,11 +25,15 @@ def explain_text(plan: Plan) -> str:
         f"data-parallel rank per step ({plan.batch_how})",
         "",
         "Schedule",
-        f"  {plan.schedule.train_iters:,} steps × {plan.tokens_per_step:,} tokens = "
-        f"{plan.train_tokens:,} tokens ≈ {human(plan.train_tokens)} "
-        f"({plan.train_samples:,} samples)",
+        (f"  {plan.schedule.train_iters:,} steps × {plan.tokens_per_step:,} tokens = "
+         if plan.batch_ramp is None else
+         f"  {plan.schedule.train_iters:,} steps, {plan.train_samples:,} samples × "
+         f"{plan.model.seq_length} = ")
+        + f"{plan.train_tokens:,} tokens ≈ {human(plan.train_tokens)}"
+        + (f" ({plan.train_samples:,} samples)" if plan.batch_ramp is None else ""),
         f"  warmup {plan.schedule.warmup_iters:,} steps ({plan.warmup_samples:,} samples), then "
         f"{t.decay} decay from lr {plan.lr:.4g} to {t.min_lr:g} at step {plan.schedule.train_iters:,}",
+        *_ramp_lines(plan),
         "  Megatron counts the schedule in "
         + ("samples (--train-samples)" if plan.schedule.sample_based else "iterations (--train-iters)")
         + ("; DeepSpeed in optimizer steps" if plan.uses_deepspeed else ""),
@@ -40,6 +44,18 @@ def explain_text(plan: Plan) -> str:
     if plan.warnings:
         lines += ["", "Warnings", *(f"  - {warning}" for warning in plan.warnings)]
     return "\n".join(lines) + "\n"
+
+
+def _ramp_lines(plan: Plan) -> list[str]:
+    ramp = plan.batch_ramp
+    if ramp is None:
+        return []
+    first, last = ramp.entries[0], ramp.entries[-1]
+    reach = ramp.steps_for(last[0])
+    how = ("--rampup-batch-size " + " ".join(map(str, plan.rampup_flag)) if plan.rampup_flag
+           else "--step-batch-size-schedule (token thresholds)")
+    return [f"  the global batch changes: {first[1]} → {last[1]} over the first {last[0]:,} samples "
+            f"({len(ramp.entries)} sizes, full batch from step {reach:,}); Megatron: {how}"]
 
 
 def _bar(fraction: float, width: int = 24) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from generator import __version__, presets
 from generator.errors import UserError
 from generator.plan.batch import solve_batch
+from generator.plan.ramp import BatchRamp, from_rampup, from_schedule
 from generator.plan.schedule import Schedule, plan_schedule
 from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.model import Spec
@@ -60,6 +61,7 @@ class Plan:
     schedule: Schedule
     cuda_device_max_connections_1: bool
     lr: float
+    batch_ramp: BatchRamp | None
     batch_how: str
     notes: tuple[str, ...]
     warnings: tuple[Finding, ...]
@@ -98,11 +100,31 @@ class Plan:
 
     @property
     def train_samples(self) -> int:
+        if self.schedule.train_samples is not None:
+            return self.schedule.train_samples
         return self.schedule.train_iters * self.global_batch_size
 
     @property
     def warmup_samples(self) -> int:
+        if self.schedule.warmup_samples is not None:
+            return self.schedule.warmup_samples
         return self.schedule.warmup_iters * self.global_batch_size
+
+    @property
+    def rampup_flag(self) -> tuple[int, int, int] | None:
+        """--rampup-batch-size S I R, for Megatron versions that still honour it."""
+        ramp = self.batch_ramp
+        if ramp is None or ramp.kind != "rampup" or not self.spec.megatron.has_rampup:
+            return None
+        return ramp.rampup
+
+    @property
+    def step_schedule(self) -> str | None:
+        """--step-batch-size-schedule (token thresholds), for Megatron core 0.18 and later."""
+        ramp = self.batch_ramp
+        if ramp is None or self.rampup_flag is not None:
+            return None
+        return ramp.step_schedule_text(self.model.seq_length)
 
     @property
     def train_tokens(self) -> int:
@@ -132,9 +154,11 @@ class Plan:
             "sequence_parallel": p.sequence_parallel,
             "distributed_optimizer": p.distributed_optimizer,
             "zero_stage": self.zero_stage, "precision": s.training.precision,
-            "train_iters": self.schedule.train_iters, "warmup_iters": self.schedule.warmup_iters,
             "train_samples": self.train_samples, "warmup_samples": self.warmup_samples,
         }
+        if self.batch_ramp is None:  # with a changing batch, the samples are what is exact
+            values.update(train_iters=self.schedule.train_iters,
+                          warmup_iters=self.schedule.warmup_iters)
         if self.gpu["gres"]:
             values["gpus_per_node"] = s.cluster.gpus_per_node
         for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
@@ -170,7 +194,12 @@ class Plan:
                       "global_batch_size": self.global_batch_size,
                       "tokens_per_step": self.tokens_per_step,
                       "num_microbatches": self.gradient_accumulation_steps,
-                      "solved_from": self.batch_how},
+                      "solved_from": self.batch_how,
+                      "changing": None if self.batch_ramp is None else {
+                          "kind": self.batch_ramp.kind,
+                          "from_sample_global_batch": [list(e) for e in self.batch_ramp.entries],
+                          "megatron_flag": "--rampup-batch-size" if self.rampup_flag
+                          else "--step-batch-size-schedule"}},
             "model": {k: getattr(m, k) for k in m.__dataclass_fields__},
             "schedule": {"train_iters": self.schedule.train_iters,
                          "train_samples": self.train_samples,
@@ -234,7 +263,7 @@ def resolve(spec: Spec) -> Plan:
     model_parallel = p.tp * p.pp * p.cp
     etp = p.etp or p.tp
     dp = world // model_parallel if world % model_parallel == 0 else None
-    solved = schedule = None
+    solved = schedule = ramp = None
     if dp is not None:
         facts["dp"] = Fact(dp, DERIVED)
         b = spec.batch
@@ -247,7 +276,8 @@ def resolve(spec: Spec) -> Plan:
             facts["tokens_per_step_target"] = facts.pop("tokens_per_step")
         if None not in (solved.micro_batch_size, solved.gradient_accumulation_steps,
                         solved.global_batch_size):
-            schedule = plan_schedule(spec.training, solved.global_batch_size, m.seq_length)
+            ramp = _batch_ramp(spec, solved.global_batch_size, facts)
+            schedule = plan_schedule(spec.training, solved.global_batch_size, m.seq_length, ramp)
             given = next(k for k in ("train_iters", "train_samples", "train_tokens")
                          if getattr(spec.training, k) is not None)
             facts["train_iters"] = Fact(schedule.train_iters, spec.where(f"training.{given}"))
@@ -280,6 +310,7 @@ def resolve(spec: Spec) -> Plan:
         schedule=schedule,
         cuda_device_max_connections_1=needs_connections,
         lr=facts["lr"].value,
+        batch_ramp=ramp,
         batch_how=solved.how,
         notes=tuple(n for n in (solved.rounding, *schedule.notes) if n),
         warnings=tuple(f for f in findings if f.severity != "error"),
@@ -309,6 +340,26 @@ def _memory_warnings(plan: Plan, facts: dict[str, Fact]) -> tuple[Finding, ...]:
         "memory_capacity_gib": Fact(m.capacity / GIB, plan.spec.where("cluster.gpu")),
         "memory_advice": Fact(advice, DERIVED)})
     return (finding,) if finding else ()
+
+
+def _batch_ramp(spec: Spec, global_batch_size: int, facts: dict[str, Fact]) -> BatchRamp | None:
+    """The changing batch, and the facts its rules (GL006, GL007, GL022, GL023) check."""
+    b = spec.batch
+    if b.rampup is None and b.schedule is None:
+        return None
+    facts["batch_ramp_kind"] = Fact("rampup" if b.rampup else "schedule",
+                                    spec.where("batch.rampup" if b.rampup else "batch.schedule"))
+    facts["megatron_version"] = Fact(spec.megatron.version, spec.where("megatron.version"))
+    facts["iteration_based"] = Fact(spec.training.train_iters is not None,
+                                    spec.where("training.train_iters"))
+    if b.rampup is not None:
+        facts["rampup"] = Fact(b.rampup, spec.where("batch.rampup"))
+        start, increment, samples = b.rampup
+        if increment and (global_batch_size - start) % increment == 0 and start <= global_batch_size:
+            return from_rampup(start, increment, samples, global_batch_size)
+        return None  # GL006 says why
+    facts["batch_schedule"] = Fact(b.schedule, spec.where("batch.schedule"))
+    return from_schedule(b.schedule, spec.model.seq_length)
 
 
 def scaled_lr(scaling, global_batch_size: int) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from generator.plan.ramp import BatchRamp
 from generator.spec.model import Training, Warmup
 
 
@@ -21,6 +22,9 @@ class Schedule:
     iters_derivation: str
     warmup_derivation: str
     notes: tuple[str, ...]
+    # with a changing batch (ramp-up, step schedule) the samples are the exact quantities
+    train_samples: int | None = None
+    warmup_samples: int | None = None
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -38,7 +42,10 @@ def _steps(amount: int, per_step: int, unit: str, what: str, notes: list[str]) -
     return steps, derivation
 
 
-def plan_schedule(training: Training, global_batch_size: int, seq_length: int) -> Schedule:
+def plan_schedule(training: Training, global_batch_size: int, seq_length: int,
+                  ramp: BatchRamp | None = None) -> Schedule:
+    if ramp is not None:
+        return _ramped_schedule(training, seq_length, ramp)
     notes: list[str] = []
     tokens_per_step = global_batch_size * seq_length
     if training.train_iters is not None:
@@ -51,6 +58,41 @@ def plan_schedule(training: Training, global_batch_size: int, seq_length: int) -
         how = f"train_iters = train_tokens / tokens_per_step = {d}"
     warmup, warmup_how = _warmup(training.warmup, iters, global_batch_size, tokens_per_step, notes)
     return Schedule(iters, warmup, training.train_iters is None, how, warmup_how, tuple(notes))
+
+
+def _ramped_schedule(training: Training, seq_length: int, ramp: BatchRamp) -> Schedule:
+    """Sample-based: Megatron counts the run, the warmup and the decay in samples, and the
+    iterations follow from stepping through the changing batch."""
+    notes: list[str] = []
+    if training.train_samples is not None:
+        samples, how = training.train_samples, f"train_samples = {training.train_samples:,} (given)"
+    else:
+        samples = _ceil_div(training.train_tokens or 0, seq_length)
+        how = f"train_samples = ceil(train_tokens / seq_length) = {samples:,}"
+        if (training.train_tokens or 0) % seq_length:
+            notes.append(f"train_tokens: rounded up to {samples:,} whole samples")
+    iters = ramp.steps_for(samples)
+    how += f"; {iters:,} steps through the changing batch"
+    warmup = training.warmup
+    if warmup.unit == "fraction":
+        exact = Fraction(warmup.amount) * samples
+        warmup_samples = int(exact + Fraction(1, 2))
+        if exact != warmup_samples:
+            notes.append(f"warmup: {float(warmup.amount) * 100:g}% of {samples:,} samples rounded "
+                         f"to {warmup_samples:,}")
+    elif warmup.unit == "samples":
+        warmup_samples = int(warmup.amount)
+    elif warmup.unit == "tokens":
+        warmup_samples = _ceil_div(int(warmup.amount), seq_length)
+    else:  # iterations: the samples the first steps consume
+        consumed = 0
+        for _ in range(int(warmup.amount)):
+            consumed += ramp.batch_at(consumed)
+        warmup_samples = consumed
+    warmup_iters = ramp.steps_for(warmup_samples)
+    return Schedule(iters, warmup_iters, True, how,
+                    f"warmup_samples = {warmup_samples:,} ({warmup_iters:,} steps)", tuple(notes),
+                    samples, warmup_samples)
 
 
 def _warmup(warmup: Warmup, iters: int, global_batch_size: int, tokens_per_step: int,

@@ -323,8 +323,11 @@ class _Reader:
                 self.fact("rampup", tuple(ramp) if len(ramp) == 3 and None not in ramp else None,
                           values["--rampup-batch-size"])
             if "--step-batch-size-schedule" in values:
-                self.fact("step_schedule", values["--step-batch-size-schedule"].text or "?",
-                          values["--step-batch-size-schedule"])
+                field_ = values["--step-batch-size-schedule"]
+                entries = _step_schedule(field_.text or "")
+                self.fact("batch_schedule", entries, field_)
+                if entries and "--global-batch-size" not in values:
+                    self.fact("global_batch_size", max(entries)[1], field_)
             framework = "megatron-deepspeed" if "--deepspeed" in values else "megatron-lm"
             self.fact("framework", framework, entry)
         for flag in ("--deepspeed_config", "--deepspeed-config"):
@@ -374,6 +377,19 @@ class _Reader:
             n = f["layers_per_virtual_stage"].value
             if n and per_stage % n == 0:
                 f["vpp"] = Fact(per_stage // n, f["layers_per_virtual_stage"].source)
+
+
+def _step_schedule(text: str) -> tuple[tuple[int, int], ...] | None:
+    """Megatron's "THRESHOLD:BATCH ..." (space or comma separated; K/M/B/T decimal, read through a
+    float as Megatron does); None when any entry is not statically known."""
+    scale = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+    entries = []
+    for item in re.split(r"[\s,]+", text.strip()):
+        m = re.fullmatch(r"([0-9]*\.?[0-9]+)([KMBT]?):([0-9]+)", item)
+        if not m:
+            return None
+        entries.append((int(float(m.group(1)) * scale[m.group(2)]), int(m.group(3))))
+    return tuple(entries) or None
 
 
 def _batch_shell_slurm_variables(text: str) -> list[tuple[str, int]]:

@@ -26,6 +26,7 @@ COMPARED = {
     "seq_length": ("seq_length",), "num_layers": ("num_layers",),
     "num_attention_heads": ("num_attention_heads",),
     "train_iters": ("train_iters",), "warmup_iters": ("warmup_iters",),
+    "train_samples": ("train_samples",), "warmup_samples": ("lr_warmup_samples",),
     "precision": ("precision",),
 }
 # what each artifact must let the linter see

@@ -81,14 +81,19 @@ def rampup(rampup: tuple, global_batch_size: int, micro_batch_size: int | None =
 @rule("GL007", "rampup-or-schedule-conflict",
       "Ramp-up needs sample-based training (and Megatron ≤ core 0.17); a step schedule excludes "
       "--global-batch-size.")
-def rampup_conflict(megatron_flags: dict) -> str | None:
+def rampup_conflict(megatron_flags: dict | None = None, rampup: tuple | None = None,
+                    iteration_based: bool | None = None) -> str | None:
     """Megatron: ``expected no batch-size rampup for iteration-based training``; from core 0.18
-    --rampup-batch-size is parsed and silently ignored; ``Cannot specify both --step-batch-size-
-    schedule and --global-batch-size``. Fix: --train-samples with the ramp, or a step schedule
-    without --global-batch-size on current Megatron.
+    --rampup-batch-size is parsed and silently ignored; ``Cannot specify both
+    --step-batch-size-schedule and --global-batch-size``. Fix: --train-samples with the ramp, or
+    a step schedule without --global-batch-size on current Megatron.
 
     Example: --rampup-batch-size 32 32 1000000 together with --train-iters 50000."""
-    flags = megatron_flags
+    flags = megatron_flags or {}
+    if rampup is not None and iteration_based:
+        return ("a batch ramp-up needs sample-based training: give training.train_tokens or "
+                "train_samples instead of train_iters (Megatron refuses ramp-up with --train-iters)",
+                ("rampup", "iteration_based"))
     if "--rampup-batch-size" in flags and "--train-iters" in flags:
         return ("--rampup-batch-size with --train-iters: Megatron accepts a ramp-up only with "
                 "sample-based training (--train-samples)", (),
@@ -98,6 +103,54 @@ def rampup_conflict(megatron_flags: dict) -> str | None:
         return ("--step-batch-size-schedule cannot be combined with --global-batch-size", (),
                 ("--step-batch-size-schedule", flags["--step-batch-size-schedule"]),
                 ("--global-batch-size", flags["--global-batch-size"]))
+    return None
+
+
+@rule("GL022", "batch-ramp-unsupported",
+      "A changing batch needs Megatron: ramp-up (any version), a step schedule (core 0.18+).")
+def ramp_unsupported(batch_ramp_kind: str, framework: str, megatron_version: str) -> str | None:
+    """DeepSpeed has no batch ramp-up (its engine keeps train_batch_size); Megatron-DeepSpeed
+    ramps through --rampup-batch-size only; --step-batch-size-schedule exists from megatron-core
+    0.18. Fix: split the run into stages, use the ramp-up form, or a newer Megatron.
+
+    Example: batch.schedule with megatron.version core_v0.16."""
+    if framework == "deepspeed":
+        return (f"DeepSpeed has no batch {batch_ramp_kind}; use a Megatron framework or stages of "
+                "constant batch")
+    if batch_ramp_kind == "schedule" and framework == "megatron-deepspeed":
+        return "Megatron-DeepSpeed has no step batch-size schedule; use batch.rampup"
+    if batch_ramp_kind == "schedule" and megatron_version in ("core_v0.16", "core_v0.17"):
+        return (f"--step-batch-size-schedule needs megatron-core 0.18 or later (megatron.version is "
+                f"{megatron_version}); use batch.rampup or a newer version")
+    return None
+
+
+@rule("GL023", "step-schedule-invalid",
+      "A step batch schedule starts at 0, rises, ends at the global batch, and divides by micro × dp.")
+def step_schedule(batch_schedule: tuple, global_batch_size: int | None = None,
+                  micro_batch_size: int | None = None, dp: int | None = None) -> str | None:
+    """Megatron's step calculator: ``first schedule entry must have threshold 0``, ``schedule
+    thresholds must be strictly increasing``, and per update ``current global batch size (..) is
+    not divisible by micro_batch_size (..) * data_parallel_size (..)``; gen-launch also requires
+    the last batch to be the plan's global batch (the one the schedule, LR and files are built
+    for). Fix: thresholds from 0 upwards, batches that are multiples of micro × dp.
+
+    Example: schedule [{tokens: 252M, global_batch_size: 1024}] (no entry at 0)."""
+    entries = sorted(batch_schedule)
+    if entries[0][0] != 0:
+        return f"the first schedule threshold must be 0, got {entries[0][0]:,}"
+    thresholds = [t for t, _ in entries]
+    if len(set(thresholds)) != len(thresholds):
+        return "schedule thresholds must be strictly increasing (a threshold repeats)"
+    if global_batch_size is not None and entries[-1][1] != global_batch_size:
+        return (f"the last scheduled batch {entries[-1][1]} is not the global batch "
+                f"{global_batch_size}")
+    if micro_batch_size and dp:
+        step = micro_batch_size * dp
+        for threshold, size in entries:
+            if size % step:
+                return (f"scheduled batch {size} (from {threshold:,} tokens) is not divisible by "
+                        f"micro {micro_batch_size} × dp {dp} = {step}")
     return None
 
 

@@ -67,6 +67,8 @@ class Batch:
     gradient_accumulation_steps: int | None
     global_batch_size: int | None
     tokens_per_step: int | None
+    rampup: tuple[int, int, int] | None = None  # (start, increment, samples)
+    schedule: tuple[tuple[int, int], ...] | None = None  # ((tokens, global batch), ...)
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,8 @@ def build_spec(doc: Document) -> Spec:
             gradient_accumulation_steps=data["batch"].get("gradient_accumulation_steps"),
             global_batch_size=data["batch"].get("global_batch_size"),
             tokens_per_step=count("batch", "tokens_per_step"),
+            rampup=_rampup(doc, data["batch"].get("rampup")),
+            schedule=_step_schedule(doc, data["batch"].get("schedule")),
         ),
         training=Training(
             precision=t["precision"],
@@ -248,6 +252,27 @@ def build_spec(doc: Document) -> Spec:
         source=doc.file,
         doc=doc,
     )
+
+
+def _located_count(doc: Document, value: Any, path: list) -> int:
+    try:
+        return parse_count(value, "$." + ".".join(map(str, path)))
+    except ValueError as exc:
+        raise UserError(str(exc), doc.locate(path)) from None
+
+
+def _rampup(doc: Document, value: dict | None) -> tuple[int, int, int] | None:
+    if not value:
+        return None
+    samples = _located_count(doc, value["samples"], ["batch", "rampup", "samples"])
+    return value["start"], value["increment"], samples
+
+
+def _step_schedule(doc: Document, value: list | None) -> tuple[tuple[int, int], ...] | None:
+    if not value:
+        return None
+    return tuple((_located_count(doc, e["tokens"], ["batch", "schedule", k, "tokens"]),
+                  e["global_batch_size"]) for k, e in enumerate(value))
 
 
 def _env_text(value: Any) -> str:

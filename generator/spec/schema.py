@@ -75,7 +75,8 @@ def _errors(doc: Document) -> Iterator[UserError]:
 
 
 def _message(err: Any) -> str:
-    custom = err.schema.get("errorMessage") if isinstance(err.schema, dict) else None
+    schema = err.schema.get("not", {}) if err.validator == "not" else err.schema
+    custom = schema.get("errorMessage") if isinstance(schema, dict) else None
     got = _shown(err.instance)
     if custom:
         return f"{custom}; got {got}"
