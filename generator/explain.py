@@ -39,11 +39,32 @@ def explain_text(plan: Plan) -> str:
         + ("; DeepSpeed in optimizer steps" if plan.uses_deepspeed else ""),
     ]
     lines += _estimates(plan)
+    lines += _advice(plan)
     if plan.notes:
         lines += ["", "Roundings", *(f"  - {note}" for note in plan.notes)]
     if plan.warnings:
         lines += ["", "Warnings", *(f"  - {warning}" for warning in plan.warnings)]
     return "\n".join(lines) + "\n"
+
+
+def _advice(plan: Plan) -> list[str]:
+    """Scaling-law advice, labelled; it never changes the plan."""
+    from generator.estimate.advice import deepseek_llm, kaplan_critical_batch
+
+    m = plan.model
+    laws = [deepseek_llm(m.num_layers, m.hidden_size, m.seq_length, plan.train_tokens)]
+    if plan.spec.training.target_loss:
+        laws.append(kaplan_critical_batch(plan.spec.training.target_loss))
+    lines = ["", "Advice (published laws; not applied to the plan)"]
+    for law in laws:
+        parts = []
+        if law.batch_tokens:
+            parts.append(f"batch ≈ {human(round(law.batch_tokens))} tokens "
+                         f"(this plan: {human(plan.tokens_per_step)})")
+        if law.lr:
+            parts.append(f"lr ≈ {law.lr:.2g} (this plan: {plan.lr:.2g})")
+        lines.append(f"  {law.law}: {', '.join(parts)}; {law.note}")
+    return lines
 
 
 def _ramp_lines(plan: Plan) -> list[str]:

@@ -132,3 +132,33 @@ def test_rampup_and_schedule_together_are_refused(write_spec) -> None:
     path = write_spec(yaml.safe_dump(data))
     result = CliRunner().invoke(app, ["explain", str(path)])
     assert result.exit_code == 2 and "give either rampup or schedule, not both" in result.stderr
+
+
+@pytest.mark.parametrize(("compute", "batch_m", "lr"), [(1e20, 1.02, 9.9e-4), (1e22, 4.59, 5.5e-4), (1e24, 20.7, 3.1e-4)])
+def test_deepseek_llm_law(compute: float, batch_m: float, lr: float) -> None:
+    from generator.estimate.advice import deepseek_llm
+
+    # choose a token count giving the compute budget for a 1-layer, h 1000, s 0 "model": M = 72e6
+    advice = deepseek_llm(1, 1000, 0, round(compute / 72e6))
+    assert advice.batch_tokens / 1e6 == pytest.approx(batch_m, rel=0.01)
+    assert advice.lr == pytest.approx(lr, rel=0.02)
+
+
+@pytest.mark.parametrize(("loss", "batch_m"), [(4.0, 0.27), (3.0, 1.07), (2.5, 2.55), (2.0, 7.4)])
+def test_kaplan_critical_batch(loss: float, batch_m: float) -> None:
+    from generator.estimate.advice import kaplan_critical_batch
+
+    assert kaplan_critical_batch(loss).batch_tokens / 1e6 == pytest.approx(batch_m, rel=0.02)
+
+
+def test_explain_labels_the_advice(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    data = ramp_spec()
+    data["training"]["target_loss"] = 2.0
+    plan_of(tmp_path, data)
+    text = CliRunner().invoke(app, ["explain", str(tmp_path / "spec.yaml")]).stdout
+    assert "Advice (published laws; not applied to the plan)" in text
+    assert "DeepSeek LLM" in text and "Kaplan et al. 2020 (critical batch): batch ≈ 7.4M tokens" in text

@@ -105,6 +105,7 @@ class Training:
     log_interval: int
     flash_attention: bool
     lr_scaling: LRScaling | None = None
+    target_loss: float | None = None
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,7 @@ def build_spec(doc: Document) -> Spec:
             log_interval=t["log_interval"],
             flash_attention=t["flash_attention"],
             lr_scaling=LRScaling(**t["lr_scaling"]) if t.get("lr_scaling") else None,
+            target_loss=t["target_loss"],
         ),
         launch=Launch(
             launcher=data["launch"]["launcher"],
