@@ -162,3 +162,12 @@ def test_explain_labels_the_advice(tmp_path: Path) -> None:
     text = CliRunner().invoke(app, ["explain", str(tmp_path / "spec.yaml")]).stdout
     assert "Advice (published laws; not applied to the plan)" in text
     assert "DeepSeek LLM" in text and "Kaplan et al. 2020 (critical batch): batch ≈ 7.4M tokens" in text
+
+
+def test_wsd_decay(tmp_path: Path) -> None:
+    data = spec_dict()
+    data["training"] = {"train_iters": 1000, "lr": 1e-4, "warmup": {"iters": 10}, "decay": "wsd",
+                        "wsd_decay": "20%"}
+    words = megatron_words(plan_of(tmp_path, data))
+    assert words[words.index("--lr-decay-style") + 1] == "WSD"
+    assert words[words.index("--lr-wsd-decay-iters") + 1] == "200"

@@ -78,6 +78,8 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
                "offloading the parameters needs zero_stage 3 (got 2)"),
               ({"zero_offload": "optimizer", "framework": "megatron-lm"},
                {"zero_offload": "none", "framework": "megatron-lm"}, "zero_offload is a DeepSpeed feature")],
+    "GL111": [({"decay": "wsd", "framework": "deepspeed"}, {"decay": "wsd", "framework": "megatron-lm"},
+               "decay wsd needs Megatron")],
     "GL201": [({"megatron_flags": {"--checkpoint-activations": "x.yaml:9:1"}}, {"megatron_flags": {"--recompute-activations": "x.yaml:9:1"}},
                "--checkpoint-activations is hard-fail in current Megatron-LM")],
     "GL202": [({"megatron_flags": {"--num-query-groups": "x.yaml:9:1"}, "framework": "megatron-lm"},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 from generator import __version__, presets
@@ -109,6 +110,17 @@ class Plan:
         if self.schedule.warmup_samples is not None:
             return self.schedule.warmup_samples
         return self.schedule.warmup_iters * self.global_batch_size
+
+    @property
+    def wsd_decay_iters(self) -> int:
+        """The final decay phase of a WSD schedule, in whole steps."""
+        return int(self.spec.training.wsd_decay * self.schedule.train_iters + Fraction(1, 2))
+
+    @property
+    def wsd_decay_samples(self) -> int:
+        if self.batch_ramp is None:
+            return self.wsd_decay_iters * self.global_batch_size
+        return int(self.spec.training.wsd_decay * self.train_samples + Fraction(1, 2))
 
     @property
     def rampup_flag(self) -> tuple[int, int, int] | None:
@@ -244,6 +256,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "global_batch_size": (b.global_batch_size, "batch.global_batch_size"),
         "tokens_per_step": (b.tokens_per_step, "batch.tokens_per_step"),
         "precision": (t.precision, "training.precision"),
+        "decay": (t.decay, "training.decay"),
         "lr": (t.lr, "training.lr"), "min_lr": (t.min_lr, "training.min_lr"),
     }
     for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",

@@ -92,3 +92,15 @@ def offload(zero_offload: str, framework: str, zero_stage: int | None = None) ->
     if zero_offload == "optimizer_and_params" and stage != 3:
         return f"offloading the parameters needs zero_stage 3 (got {stage}); offload only the optimizer"
     return None
+
+
+@rule("GL111", "wsd-without-megatron", "DeepSpeed's schedulers have no warmup-stable-decay.")
+def wsd(decay: str, framework: str) -> str | None:
+    """WSD (constant after warmup, then a short final decay) is Megatron's --lr-decay-style WSD;
+    DeepSpeed offers WarmupLR, WarmupDecayLR and WarmupCosineLR. Fix: a Megatron framework, or
+    cosine/linear decay.
+
+    Example: framework deepspeed with training.decay: wsd."""
+    if decay != "wsd" or framework != "deepspeed":
+        return None
+    return "decay wsd needs Megatron (--lr-decay-style WSD); DeepSpeed's schedulers have no WSD"

@@ -106,6 +106,7 @@ class Training:
     flash_attention: bool
     lr_scaling: LRScaling | None = None
     target_loss: float | None = None
+    wsd_decay: Fraction = Fraction(1, 10)
 
 
 @dataclass(frozen=True)
@@ -241,6 +242,7 @@ def build_spec(doc: Document) -> Spec:
             flash_attention=t["flash_attention"],
             lr_scaling=LRScaling(**t["lr_scaling"]) if t.get("lr_scaling") else None,
             target_loss=t["target_loss"],
+            wsd_decay=parse_fraction(t["wsd_decay"], "$.training.wsd_decay"),
         ),
         launch=Launch(
             launcher=data["launch"]["launcher"],
