@@ -74,6 +74,9 @@ def _guarded(action: Callable[[], T]) -> T:
         raise typer.Exit(2) from None
     except (typer.Exit, typer.Abort):
         raise
+    except BrokenPipeError:  # e.g. `gen-launch explain spec.yaml | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(0) from None
     except Exception as exc:  # an internal error: still no traceback unless asked for
         if os.environ.get("GEN_LAUNCH_DEBUG"):
             raise
@@ -82,11 +85,12 @@ def _guarded(action: Callable[[], T]) -> T:
         raise typer.Exit(2) from None
 
 
-def _plan(spec_path: Path):
-    from generator.plan.plan import resolve
+def _plans(spec_path: Path):
+    """The plans of a spec file: one, or one per stage."""
+    from generator.plan.stages import resolve_run
     from generator.spec.model import load_spec
 
-    return resolve(load_spec(spec_path, str(spec_path)))
+    return resolve_run(load_spec(spec_path, str(spec_path)))
 
 
 SpecArg = Annotated[Path, typer.Argument(help="The run spec (YAML).", show_default=False)]
@@ -104,26 +108,36 @@ def generate(
     """Render the plan into ds_config.json, megatron_args.sh, launch.sbatch and plan.json."""
 
     def run() -> None:
+        from generator.plan.stages import stage_folder
         from generator.render import ARTIFACTS, render_all, targets_for
 
-        plan = _plan(spec)
-        used = targets_for(plan.framework)
+        plans = _plans(spec)
+        used = targets_for(plans[0].framework)
         if target is not Target.all and target.value not in used:
-            raise UserError(f"--target {target.value}: framework {plan.framework} does not use "
+            raise UserError(f"--target {target.value}: framework {plans[0].framework} does not use "
                             f"{ARTIFACTS[target.value][0]}; choose one of {', '.join(used)} or all")
-        files = render_all(plan)
-        _report(plan)
-        if strict and plan.warnings:
-            typer.echo(f"--strict: {len(plan.warnings)} warning(s); nothing written", err=True)
+        staged = len(plans) > 1 or plans[0].spec.stage is not None
+        if staged and target is not Target.all and out is None:
+            raise UserError(f"{spec}: the spec has {len(plans)} stages; give --out to write each "
+                            "stage's file into its folder")
+        rendered = [render_all(plan) for plan in plans]
+        warnings = 0
+        for plan in plans:
+            _report(plan)
+            warnings += len(plan.warnings)
+        if strict and warnings:
+            typer.echo(f"--strict: {warnings} warning(s); nothing written", err=True)
             raise typer.Exit(1)
-        if target is not Target.all:
-            name = ARTIFACTS[target.value][0]
-            if out is None:
-                sys.stdout.write(files[name])
-                return
-            files = {name: files[name]}
-        folder = out if out is not None else Path("launch") / plan.spec.name
-        _write(folder, files)
+        folder = out if out is not None else Path("launch") / (
+            plans[0].spec.doc.data["name"] if staged else plans[0].spec.name)
+        for index, (plan, files) in enumerate(zip(plans, rendered, strict=True), start=1):
+            if target is not Target.all:
+                name = ARTIFACTS[target.value][0]
+                if out is None:
+                    sys.stdout.write(files[name])
+                    return
+                files = {name: files[name]}
+            _write(folder / stage_folder(index, plan) if staged else folder, files)
 
     _guarded(run)
 
@@ -153,13 +167,21 @@ def explain(
     """Print the plan's derivation step by step (or the plan as JSON)."""
 
     def run() -> None:
-        plan = _plan(spec)
+        plans = _plans(spec)
         if output_format is Format.json:
-            typer.echo(json.dumps(plan.to_json(), indent=2, ensure_ascii=False))
-        else:
-            from generator.explain import explain_text
+            payload = plans[0].to_json() if len(plans) == 1 and plans[0].spec.stage is None \
+                else {"stages": [plan.to_json() for plan in plans]}
+            typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+            return
+        from generator.explain import explain_text
+        from generator.plan.stages import stage_folder, timeline
 
-            sys.stdout.write(explain_text(plan))
+        if len(plans) == 1 and plans[0].spec.stage is None:
+            sys.stdout.write(explain_text(plans[0]))
+            return
+        sys.stdout.write("\n".join(timeline(plans)) + "\n")
+        for index, plan in enumerate(plans, start=1):
+            sys.stdout.write(f"\n=== {stage_folder(index, plan)} ===\n" + explain_text(plan))
 
     _guarded(run)
 

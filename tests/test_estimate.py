@@ -149,15 +149,16 @@ def test_preset_parameter_counts(name: str, tmp_path: Path) -> None:
 def test_explain_shows_estimates_for_every_sample(sample: Path) -> None:
     text = runner.invoke(app, ["explain", str(sample)]).stdout
     assert "Memory per GPU, most loaded" in text and "total" in text
-    plan = json.loads(runner.invoke(app, ["explain", str(sample), "--format", "json"]).stdout)
+    payload = json.loads(runner.invoke(app, ["explain", str(sample), "--format", "json"]).stdout)
     memory_keys = {"weights_gib", "gradients_gib", "optimizer_gib", "activations_gib", "other_gib",
                    "total_gib", "capacity_gib", "fits"}
-    assert memory_keys <= set(plan["memory"])
-    if load_spec(sample).cluster.gpu != "cpu":
-        assert ": fits" in text or "DOES NOT FIT" in text
-        assert {"flops_per_step", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "train_days",
-                "gpu_hours"} <= set(plan["performance"])
-        assert 0 < plan["performance"]["mfu"] < 1
+    for plan in payload.get("stages", [payload]):  # a staged sample has one plan per stage
+        assert memory_keys <= set(plan["memory"])
+        if load_spec(sample).cluster.gpu != "cpu":
+            assert ": fits" in text or "DOES NOT FIT" in text
+            assert {"flops_per_step", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu",
+                    "train_days", "gpu_hours"} <= set(plan["performance"])
+            assert 0 < plan["performance"]["mfu"] < 1
 
 
 def test_not_fitting_warns_and_strict_fails(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.plan.plan import resolve
+from generator.plan.stages import resolve_run, stage_folder
 from generator.render import render_all
 from generator.spec.model import load_spec
 
@@ -21,7 +21,12 @@ GOLDEN = ROOT / "tests" / "golden"
 
 
 def rendered(sample: Path) -> dict[str, str]:
-    return render_all(resolve(load_spec(sample, f"samples/{sample.name}")))
+    """The files of a sample; a staged sample's are keyed by their stage folder."""
+    plans = resolve_run(load_spec(sample, f"samples/{sample.name}"))
+    if plans[0].spec.stage is None:
+        return render_all(plans[0])
+    return {f"{stage_folder(i, plan)}/{name}": text
+            for i, plan in enumerate(plans, start=1) for name, text in render_all(plan).items()}
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
@@ -32,10 +37,11 @@ def test_golden(sample: Path, update_golden: bool) -> None:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         for name, text in files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(text, encoding="utf-8")
         return
     assert folder.is_dir(), f"no golden files for {sample.name}; run pytest --update-golden"
-    assert sorted(p.name for p in folder.iterdir()) == sorted(files)
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == sorted(files)
     for name, text in files.items():
         expected = (folder / name).read_text(encoding="utf-8")
         if text != expected:

@@ -63,12 +63,13 @@ def lint_paths(paths: list[Path], select: list[str] = (), ignore: list[str] = ()
 
 def _lint_spec(path: Path, report: Report) -> None:
     """A gen-launch spec is linted by resolving it: its plan errors are its findings."""
-    from generator.plan.plan import PlanError, resolve
+    from generator.plan.plan import PlanError
+    from generator.plan.stages import resolve_run
     from generator.spec.model import load_spec
 
     try:
-        plan = resolve(load_spec(path))
-        report.items += [locate(w) for w in plan.warnings]
+        for plan in resolve_run(load_spec(path)):
+            report.items += [locate(w) for w in plan.warnings]
     except PlanError as exc:
         report.items += [locate(f) for f in exc.findings]
     except UserError as exc:

@@ -6,7 +6,8 @@ Every field remembers where it came from (``spec.yaml:12:5``, ``preset llama3-8b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,8 @@ class Spec:
     megatron: Megatron
     source: str
     doc: Document = field(repr=False, compare=False)
+    stage: str | None = None  # the stage this spec is (stages: see stage_specs)
+    stage_names: tuple[str, ...] = ()
 
     def where(self, dotted: str) -> str:
         """Where a field's value came from: ``file:line:col``, ``preset NAME`` or ``default``."""
@@ -190,6 +193,30 @@ def load_spec(path: Path, display: str | None = None) -> Spec:
                         f"parallelism, batch, training, ...), got {kind}", doc.locate([]))
     validate(doc)
     return build_spec(doc)
+
+
+STAGE_RUN_LENGTH = ("train_tokens", "train_iters", "train_samples")
+
+
+def stage_specs(spec: Spec) -> list[Spec]:
+    """One spec per stage: the base with the stage's overrides (batch replaces the base batch,
+    model and parallelism fields merge) and its own run length; named <name>-<stage>."""
+    stages = spec.doc.data.get("stages") or []
+    out = []
+    for stage in stages:
+        data = copy.deepcopy({k: v for k, v in spec.doc.data.items() if k != "stages"})
+        for section in ("model", "parallelism"):
+            if section in stage:
+                data[section] = {**data.get(section, {}), **stage[section]}
+        if "batch" in stage:
+            data["batch"] = copy.deepcopy(stage["batch"])
+        data["training"] = {k: v for k, v in data["training"].items() if k not in STAGE_RUN_LENGTH}
+        data["training"].update({k: stage[k] for k in STAGE_RUN_LENGTH if k in stage})
+        data["name"] = f"{spec.name}-{stage['name']}"
+        doc = Document(spec.doc.file, data, spec.doc.root)
+        validate(doc)
+        out.append(replace(build_spec(doc), stage=stage["name"]))
+    return out
 
 
 def build_spec(doc: Document) -> Spec:
@@ -255,6 +282,7 @@ def build_spec(doc: Document) -> Spec:
         megatron=Megatron(**data["megatron"]),
         source=doc.file,
         doc=doc,
+        stage_names=tuple(st["name"] for st in data.get("stages") or ()),
     )
 
 

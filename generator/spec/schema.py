@@ -76,7 +76,9 @@ def _errors(doc: Document) -> Iterator[UserError]:
 
 def _message(err: Any) -> str:
     schema = err.schema.get("not", {}) if err.validator == "not" else err.schema
-    custom = schema.get("errorMessage") if isinstance(schema, dict) else None
+    # a schema's own wording replaces jsonschema's for the checks it is written for
+    custom = schema.get("errorMessage") if isinstance(schema, dict) and \
+        err.validator in ("oneOf", "anyOf", "pattern", "not") else None
     got = _shown(err.instance)
     if custom:
         return f"{custom}; got {got}"
