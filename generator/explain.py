@@ -55,7 +55,7 @@ def _advice(plan: Plan) -> list[str]:
     laws = [deepseek_llm(m.num_layers, m.hidden_size, m.seq_length, plan.train_tokens)]
     if plan.spec.training.target_loss:
         laws.append(kaplan_critical_batch(plan.spec.training.target_loss))
-    lines = ["", "Advice (published laws; not applied to the plan)"]
+    lines = ["", "Advice (published laws and estimates; not applied to the plan)"]
     for law in laws:
         parts = []
         if law.batch_tokens:
@@ -64,7 +64,32 @@ def _advice(plan: Plan) -> list[str]:
         if law.lr:
             parts.append(f"lr ≈ {law.lr:.2g} (this plan: {plan.lr:.2g})")
         lines.append(f"  {law.law}: {', '.join(parts)}; {law.note}")
+    micro = _largest_fitting_micro(plan)
+    if micro is not None and micro != plan.micro_batch_size:
+        per_rank = plan.global_batch_size // plan.dp
+        lines.append(f"  micro batch: {micro} (accumulation {per_rank // micro}) is the largest that "
+                     f"divides the batch and fits the estimate (now {plan.micro_batch_size}, "
+                     f"accumulation {plan.gradient_accumulation_steps}); a larger micro batch runs "
+                     "bigger GEMMs but holds more activations, and fewer micro-batches widen the "
+                     "pipeline bubble")
     return lines
+
+
+def _largest_fitting_micro(plan: Plan) -> int | None:
+    from dataclasses import replace
+
+    from generator.estimate.memory import estimate_memory
+    from generator.estimate.params import Shape
+    from generator.estimate.plan import layout_of
+
+    capacity = plan.gpu["memory_gib"]
+    if capacity is None:
+        return None
+    per_rank = plan.global_batch_size // plan.dp
+    shape, layout = Shape.of(plan.model), layout_of(plan)
+    fitting = [m for m in range(1, min(per_rank, 64) + 1) if per_rank % m == 0 and estimate_memory(
+        shape, replace(layout, micro_batch_size=m, num_microbatches=per_rank // m), capacity).fits]
+    return max(fitting) if fitting else None
 
 
 def _ramp_lines(plan: Plan) -> list[str]:

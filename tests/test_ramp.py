@@ -160,7 +160,7 @@ def test_explain_labels_the_advice(tmp_path: Path) -> None:
     data["training"]["target_loss"] = 2.0
     plan_of(tmp_path, data)
     text = CliRunner().invoke(app, ["explain", str(tmp_path / "spec.yaml")]).stdout
-    assert "Advice (published laws; not applied to the plan)" in text
+    assert "Advice (published laws and estimates; not applied to the plan)" in text
     assert "DeepSeek LLM" in text and "Kaplan et al. 2020 (critical batch): batch ≈ 7.4M tokens" in text
 
 
@@ -171,3 +171,14 @@ def test_wsd_decay(tmp_path: Path) -> None:
     words = megatron_words(plan_of(tmp_path, data))
     assert words[words.index("--lr-decay-style") + 1] == "WSD"
     assert words[words.index("--lr-wsd-decay-iters") + 1] == "200"
+
+
+def test_micro_batch_advice() -> None:
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    from .conftest import ROOT
+
+    text = CliRunner().invoke(app, ["explain", str(ROOT / "samples" / "llama3-8b-pretrain.yaml")]).stdout
+    assert "micro batch: 4 (accumulation 16) is the largest that divides the batch and fits" in text

@@ -68,6 +68,10 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
         plain = params.plain() if params is not None and isinstance(params.value, dict) else {}
         kind = scheduler.get("type")
         facts["ds_scheduler"] = Fact((kind.value if kind else None, plain), where(scheduler.offset))
+        for key in ("total_num_steps", "warmup_num_steps"):
+            node = params.get(key) if params is not None else None
+            if node is not None and isinstance(node.value, int):
+                facts[f"ds_{key}"] = Fact(node.value, where(node.offset))
     facts.update(_key_facts(root, where))
     return out
 

@@ -25,7 +25,8 @@ COMPARED = {
     "zero_stage": ("zero_stage", "ds_zero_stage"),
     "seq_length": ("seq_length",), "num_layers": ("num_layers",),
     "num_attention_heads": ("num_attention_heads",),
-    "train_iters": ("train_iters",), "warmup_iters": ("warmup_iters",),
+    "train_iters": ("train_iters", "ds_total_num_steps"),
+    "warmup_iters": ("warmup_iters", "ds_warmup_num_steps"),
     "train_samples": ("train_samples",), "warmup_samples": ("lr_warmup_samples",),
     "precision": ("precision",),
 }
