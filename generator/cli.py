@@ -98,16 +98,34 @@ SpecArg = Annotated[Path, typer.Argument(help="The run spec (YAML).", show_defau
 
 @app.command()
 def generate(
-    spec: SpecArg,
+    specs: Annotated[list[Path], typer.Argument(
+        metavar="SPEC...", help="Run spec(s) (YAML); several only without --out (e.g. from "
+        "pre-commit), each to its default folder.", show_default=False)],
     target: Annotated[Target, typer.Option("--target", "-t", help="Which artifact to render.")] = Target.all,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder (default for "
                    "--target all: launch/<name>/). A single target without --out prints to stdout.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (e.g. GL020: the estimate "
                       "does not fit in GPU memory) as errors: exit 1, write nothing.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing: compare with the files in "
+                     "the output folder and exit 1 if any differs, is missing or is extra.")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="With --check: print a unified diff.")] = False,
 ) -> None:
     """Render the plan into ds_config.json, megatron_args.sh, launch.sbatch and plan.json."""
 
-    def run() -> None:
+    if len(specs) > 1 and out is not None:
+        typer.echo("--out takes one spec; several specs each go to launch/<name>/", err=True)
+        raise typer.Exit(2)
+    codes = [_guarded(lambda spec=spec: _generate_one(spec, target, out, strict, check, diff))
+             for spec in specs]
+    if any(codes):
+        raise typer.Exit(max(codes))
+
+
+def _generate_one(spec: Path, target: Target, out: Path | None, strict: bool, check: bool,
+                  diff: bool) -> int:
+    """Render one spec (all its stages); returns the exit code: 0, or 1 for drift or --strict."""
+
+    def run() -> int:
         from generator.plan.stages import stage_folder
         from generator.render import ARTIFACTS, render_all, targets_for
 
@@ -127,19 +145,41 @@ def generate(
             warnings += len(plan.warnings)
         if strict and warnings:
             typer.echo(f"--strict: {warnings} warning(s); nothing written", err=True)
-            raise typer.Exit(1)
+            return 1
         folder = out if out is not None else Path("launch") / (
             plans[0].spec.doc.data["name"] if staged else plans[0].spec.name)
+        if check:
+            return _check(folder, {f"{stage_folder(i, plan)}/{name}" if staged else name: text
+                                   for i, (plan, files) in enumerate(zip(plans, rendered, strict=True),
+                                                                     start=1)
+                                   for name, text in files.items()
+                                   if target is Target.all or name == ARTIFACTS[target.value][0]}, diff)
         for index, (plan, files) in enumerate(zip(plans, rendered, strict=True), start=1):
             if target is not Target.all:
                 name = ARTIFACTS[target.value][0]
                 if out is None:
                     sys.stdout.write(files[name])
-                    return
+                    return 0
                 files = {name: files[name]}
             _write(folder / stage_folder(index, plan) if staged else folder, files)
+        return 0
 
-    _guarded(run)
+    return run()
+
+
+def _check(folder: Path, expected: dict[str, str], show_diff: bool) -> int:
+    from generator.drift import compare
+
+    drift = compare(expected, folder)
+    if drift.clean:
+        typer.echo(f"{folder}: {len(expected)} file(s) up to date", err=True)
+        return 0
+    typer.echo(drift.summary())
+    if show_diff:
+        sys.stdout.write(drift.diff)
+    typer.echo(f"{folder}: generated files drifted from the spec; regenerate with "
+               "gen-launch generate", err=True)
+    return 1
 
 
 def _report(plan) -> None:

@@ -5,12 +5,12 @@ Update them only with ``pytest --update-golden`` and review the diff like code.
 
 from __future__ import annotations
 
-import difflib
 import shutil
 from pathlib import Path
 
 import pytest
 
+from generator.drift import compare
 from generator.plan.stages import resolve_run, stage_folder
 from generator.render import render_all
 from generator.spec.model import load_spec
@@ -41,13 +41,10 @@ def test_golden(sample: Path, update_golden: bool) -> None:
             (folder / name).write_text(text, encoding="utf-8")
         return
     assert folder.is_dir(), f"no golden files for {sample.name}; run pytest --update-golden"
-    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == sorted(files)
-    for name, text in files.items():
-        expected = (folder / name).read_text(encoding="utf-8")
-        if text != expected:
-            diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                                f"golden/{sample.stem}/{name}", "rendered"))
-            pytest.fail(f"{name} differs from its golden file:\n{diff}")
+    drift = compare(files, folder)  # the comparison `generate --check` uses
+    if not drift.clean:
+        pytest.fail(f"golden files differ (pytest --update-golden to accept):\n{drift.summary()}\n"
+                    f"{drift.diff}")
 
 
 def test_no_orphaned_golden_folders() -> None:

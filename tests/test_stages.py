@@ -36,7 +36,7 @@ def test_generate_writes_a_folder_per_stage(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stage-1-short", "stage-2-long"]
     long_args = (tmp_path / "stage-2-long" / "megatron_args.sh").read_text()
     assert "--seq-length 8192" in long_args and "--context-parallel-size 2" in long_args
-    assert "(stage long)" in long_args.splitlines()[0]
+    assert ", stage long); do not edit." in long_args.splitlines()[0]
     sbatch = (tmp_path / "stage-1-short" / "launch.sbatch").read_text()
     assert "#SBATCH --job-name=llama3-8b-progressive-short" in sbatch
     lint = runner.invoke(app, ["lint", str(tmp_path)])

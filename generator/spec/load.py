@@ -8,6 +8,7 @@ that an alias bomb cannot expand into millions of nodes.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ class Document:
     file: str
     data: Any
     root: yaml.Node
+    digest: str = ""  # sha256 of the file's text: generated files name the spec they came from
 
     def locate(self, path: Sequence[str | int], key: bool = False) -> Location:
         """Where ``path`` is (the deepest existing part of it); ``key=True`` points at the key."""
@@ -177,4 +179,4 @@ def load_yaml(text: str, display: str) -> Document:
         raise UserError(f"invalid YAML: {exc}", Location(display)) from None
     finally:
         loader.dispose()
-    return Document(display, data, root)
+    return Document(display, data, root, hashlib.sha256(text.encode("utf-8")).hexdigest())

@@ -213,7 +213,7 @@ def stage_specs(spec: Spec) -> list[Spec]:
         data["training"] = {k: v for k, v in data["training"].items() if k not in STAGE_RUN_LENGTH}
         data["training"].update({k: stage[k] for k in STAGE_RUN_LENGTH if k in stage})
         data["name"] = f"{spec.name}-{stage['name']}"
-        doc = Document(spec.doc.file, data, spec.doc.root)
+        doc = Document(spec.doc.file, data, spec.doc.root, spec.doc.digest)
         validate(doc)
         out.append(replace(build_spec(doc), stage=stage["name"]))
     return out

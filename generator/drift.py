@@ -1,0 +1,46 @@
+"""Compare rendered files with a folder on disk: what `generate --check` reports (a changed file,
+a missing one, an extra one) and what the golden-file tests assert. Nothing is written."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Drift:
+    changed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    diff: str = ""
+
+    @property
+    def clean(self) -> bool:
+        return not (self.changed or self.missing or self.extra)
+
+    def summary(self) -> str:
+        lines = [f"changed: {p}" for p in self.changed] + [f"missing: {p}" for p in self.missing]
+        lines += [f"extra: {p}" for p in self.extra]
+        return "\n".join(lines)
+
+
+def compare(expected: dict[str, str], folder: Path) -> Drift:
+    """``expected`` maps paths relative to ``folder`` to their text."""
+    drift = Drift()
+    present = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()} \
+        if folder.is_dir() else set()
+    chunks = []
+    for name in sorted(expected):
+        if name not in present:
+            drift.missing.append(name)
+            continue
+        actual = (folder / name).read_text(encoding="utf-8", errors="replace")
+        if actual != expected[name]:
+            drift.changed.append(name)
+            chunks.append("".join(difflib.unified_diff(
+                actual.splitlines(True), expected[name].splitlines(True),
+                f"{folder / name} (on disk)", f"{folder / name} (from the spec)")))
+    drift.extra = sorted(present - set(expected))
+    drift.diff = "".join(chunks)
+    return drift
