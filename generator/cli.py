@@ -85,12 +85,16 @@ def _guarded(action: Callable[[], T]) -> T:
         raise typer.Exit(2) from None
 
 
-def _plans(spec_path: Path):
+def _plans(spec_path: Path, overrides: list[str] | None = None):
     """The plans of a spec file: one, or one per stage."""
     from generator.plan.stages import resolve_run
     from generator.spec.model import load_spec
 
-    return resolve_run(load_spec(spec_path, str(spec_path)))
+    return resolve_run(load_spec(spec_path, str(spec_path), tuple(overrides or ())))
+
+
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", help="Override a spec value: --set parallelism.tp=8 (repeatable; typed by the schema).")]
 
 
 SpecArg = Annotated[Path, typer.Argument(help="The run spec (YAML).", show_default=False)]
@@ -109,27 +113,29 @@ def generate(
     check: Annotated[bool, typer.Option("--check", help="Write nothing: compare with the files in "
                      "the output folder and exit 1 if any differs, is missing or is extra.")] = False,
     diff: Annotated[bool, typer.Option("--diff", help="With --check: print a unified diff.")] = False,
+    overrides: SetOption = None,
 ) -> None:
     """Render the plan into ds_config.json, megatron_args.sh, launch.sbatch and plan.json."""
 
     if len(specs) > 1 and out is not None:
         typer.echo("--out takes one spec; several specs each go to launch/<name>/", err=True)
         raise typer.Exit(2)
-    codes = [_guarded(lambda spec=spec: _generate_one(spec, target, out, strict, check, diff))
+    codes = [_guarded(lambda spec=spec: _generate_one(spec, target, out, strict, check, diff,
+                                                      overrides))
              for spec in specs]
     if any(codes):
         raise typer.Exit(max(codes))
 
 
 def _generate_one(spec: Path, target: Target, out: Path | None, strict: bool, check: bool,
-                  diff: bool) -> int:
+                  diff: bool, overrides: list[str] | None) -> int:
     """Render one spec (all its stages); returns the exit code: 0, or 1 for drift or --strict."""
 
     def run() -> int:
         from generator.plan.stages import stage_folder
         from generator.render import ARTIFACTS, render_all, targets_for
 
-        plans = _plans(spec)
+        plans = _plans(spec, overrides)
         used = targets_for(plans[0].framework)
         if target is not Target.all and target.value not in used:
             raise UserError(f"--target {target.value}: framework {plans[0].framework} does not use "
@@ -203,11 +209,12 @@ def _write(folder: Path, files: dict[str, str]) -> None:
 def explain(
     spec: SpecArg,
     output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
+    overrides: SetOption = None,
 ) -> None:
     """Print the plan's derivation step by step (or the plan as JSON)."""
 
     def run() -> None:
-        plans = _plans(spec)
+        plans = _plans(spec, overrides)
         if output_format is Format.json:
             payload = plans[0].to_json() if len(plans) == 1 and plans[0].spec.stage is None \
                 else {"stages": [plan.to_json() for plan in plans]}

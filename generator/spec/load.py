@@ -86,7 +86,8 @@ class Document:
                 break
             key_node, node = child
         target = key_node if key and key_node is not None else node
-        return Location(self.file, target.start_mark.line + 1, target.start_mark.column + 1)
+        mark = target.start_mark  # marks carry the file they came from (overlays merge files)
+        return Location(mark.name or self.file, mark.line + 1, mark.column + 1)
 
 
 def _child(node: yaml.Node, part: str | int) -> tuple[yaml.Node | None, yaml.Node] | None:
@@ -150,6 +151,7 @@ def read_text(path: Path, display: str) -> str:
 def load_yaml(text: str, display: str) -> Document:
     """Parse one YAML document safely; every problem is a located UserError."""
     loader = _SpecLoader(text)
+    loader.name = display  # every mark names its file
     try:
         root = loader.get_single_node()
         if root is None:

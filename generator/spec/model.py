@@ -14,7 +14,7 @@ from typing import Any
 
 from generator import presets
 from generator.errors import Location, UserError
-from generator.spec.load import Document, load_yaml, read_text
+from generator.spec.load import Document
 from generator.spec.schema import spec_schema, validate
 from generator.units import parse_count, parse_fraction
 
@@ -183,10 +183,13 @@ def _has_path(data: Any, path: list[str]) -> bool:
     return True
 
 
-def load_spec(path: Path, display: str | None = None) -> Spec:
-    """Read, schema-check and type a spec file. Raises UserError with a location."""
+def load_spec(path: Path, display: str | None = None, overrides: tuple[str, ...] = ()) -> Spec:
+    """Read (with its `extends` chain and `--set` overrides), schema-check and type a spec file.
+    Raises UserError with a location."""
+    from generator.spec.overlay import load_layers
+
     display = display or str(path)
-    doc = load_yaml(read_text(path, display), display)
+    doc = load_layers(path, display, tuple(overrides))
     if not isinstance(doc.data, dict):
         kind = "a list" if isinstance(doc.data, list) else f"a {type(doc.data).__name__}"
         raise UserError(f"$: a spec is a mapping of sections (name, framework, cluster, model, "

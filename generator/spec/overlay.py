@@ -1,0 +1,87 @@
+"""Layered specs: `extends: base.yaml` (relative to the file, chains, cycles refused) and
+`--set a.b=value` overrides. Layers are merged as YAML node trees, so every value keeps the file
+and line it came from: mappings merge key by key, lists and scalars are replaced."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import yaml
+
+from generator.errors import Location, UserError
+from generator.spec.load import Document, _SpecLoader, load_yaml, read_text
+
+_SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(.*)$", re.S)
+
+
+def load_layers(path: Path, display: str, overrides: tuple[str, ...] = ()) -> Document:
+    doc = _load_chain(path, display, ())
+    for item in overrides:
+        doc = merge(doc, _override(item))
+    return doc
+
+
+def _load_chain(path: Path, display: str, seen: tuple[Path, ...]) -> Document:
+    real = path.resolve()
+    if real in seen:
+        chain = " → ".join(str(p.name) for p in (*seen, real))
+        raise UserError(f"extends forms a cycle: {chain}", Location(display))
+    doc = load_yaml(read_text(path, display), display)
+    if not isinstance(doc.root, yaml.MappingNode):
+        return doc
+    extends = next((v for k, v in doc.root.value if k.value == "extends"), None)
+    if extends is None:
+        return doc
+    if not isinstance(extends, yaml.ScalarNode) or not extends.value:
+        raise UserError("$.extends: the path of a base spec, relative to this file",
+                        doc.locate(["extends"]))
+    base_path = path.parent / extends.value
+    base_display = str(Path(display).parent / extends.value)
+    if not base_path.is_file():
+        raise UserError(f"$.extends: {extends.value} not found (looked for {base_display})",
+                        doc.locate(["extends"]))
+    return merge(_load_chain(base_path, base_display, (*seen, real)), doc)
+
+
+def _merge_nodes(base: yaml.Node, over: yaml.Node) -> yaml.Node:
+    if not (isinstance(base, yaml.MappingNode) and isinstance(over, yaml.MappingNode)):
+        return over
+    items = [(k, v) for k, v in base.value if k.value != "extends"]
+    index = {k.value: i for i, (k, _) in enumerate(items)}
+    for key, value in over.value:
+        if key.value == "extends":
+            continue
+        if key.value in index:
+            i = index[key.value]
+            items[i] = (key, _merge_nodes(items[i][1], value))
+        else:
+            index[key.value] = len(items)
+            items.append((key, value))
+    return yaml.MappingNode(over.tag, items, over.start_mark, over.end_mark, flow_style=over.flow_style)
+
+
+def merge(base: Document, over: Document) -> Document:
+    """``over`` on top of ``base``; the result is named after ``over``'s file."""
+    if not isinstance(base.root, yaml.MappingNode) or not isinstance(over.root, yaml.MappingNode):
+        return over
+    root = _merge_nodes(base.root, over.root)
+    loader = _SpecLoader("")
+    try:
+        data = loader.construct_document(root)
+    finally:
+        loader.dispose()
+    digest = hashlib.sha256((base.digest + over.digest).encode()).hexdigest()
+    return Document(over.file, data, root, digest)
+
+
+def _override(item: str) -> Document:
+    """`a.b.c=value`: the value is read as YAML (so 8 is a number, [0.9, 0.95] a list)."""
+    m = _SET.match(item)
+    if not m:
+        raise UserError(f"--set {item!r}: expected PATH=VALUE, e.g. parallelism.tp=8")
+    parts = m.group(1).split(".")
+    text = "".join(f"{'  ' * depth}{part}:\n" for depth, part in enumerate(parts[:-1]))
+    text += f"{'  ' * (len(parts) - 1)}{parts[-1]}: {m.group(2)}\n"
+    return load_yaml(text, f"--set {item}")
