@@ -129,48 +129,31 @@ def generate(
 
 def _generate_one(spec: Path, target: Target, out: Path | None, strict: bool, check: bool,
                   diff: bool, overrides: list[str] | None) -> int:
-    """Render one spec (all its stages); returns the exit code: 0, or 1 for drift or --strict."""
+    """Render one spec (its stages, or its sweep points) as {relative path: text}, then write,
+    print or --check it; returns the exit code: 0, or 1 for drift or --strict."""
+    from generator.artifacts import spec_files
+    from generator.render import ARTIFACTS
+    from generator.spec.model import load_spec
 
-    def run() -> int:
-        from generator.plan.stages import stage_folder
-        from generator.render import ARTIFACTS, render_all, targets_for
-
-        plans = _plans(spec, overrides)
-        used = targets_for(plans[0].framework)
-        if target is not Target.all and target.value not in used:
-            raise UserError(f"--target {target.value}: framework {plans[0].framework} does not use "
-                            f"{ARTIFACTS[target.value][0]}; choose one of {', '.join(used)} or all")
-        staged = len(plans) > 1 or plans[0].spec.stage is not None
-        if staged and target is not Target.all and out is None:
-            raise UserError(f"{spec}: the spec has {len(plans)} stages; give --out to write each "
-                            "stage's file into its folder")
-        rendered = [render_all(plan) for plan in plans]
-        warnings = 0
-        for plan in plans:
-            _report(plan)
-            warnings += len(plan.warnings)
-        if strict and warnings:
-            typer.echo(f"--strict: {warnings} warning(s); nothing written", err=True)
-            return 1
-        folder = out if out is not None else Path("launch") / (
-            plans[0].spec.doc.data["name"] if staged else plans[0].spec.name)
-        if check:
-            return _check(folder, {f"{stage_folder(i, plan)}/{name}" if staged else name: text
-                                   for i, (plan, files) in enumerate(zip(plans, rendered, strict=True),
-                                                                     start=1)
-                                   for name, text in files.items()
-                                   if target is Target.all or name == ARTIFACTS[target.value][0]}, diff)
-        for index, (plan, files) in enumerate(zip(plans, rendered, strict=True), start=1):
-            if target is not Target.all:
-                name = ARTIFACTS[target.value][0]
-                if out is None:
-                    sys.stdout.write(files[name])
-                    return 0
-                files = {name: files[name]}
-            _write(folder / stage_folder(index, plan) if staged else folder, files)
+    loaded = load_spec(spec, str(spec), tuple(overrides or ()))
+    wanted = None if target is Target.all else ARTIFACTS[target.value][0]
+    files, reports, problems = spec_files(loaded, wanted)
+    for line in reports:
+        typer.echo(line, err=True)
+    if wanted is not None and out is None and not check:
+        if len(files) != 1:
+            raise UserError(f"{spec}: {len(files)} files (stages or sweep points); give --out to "
+                            "write each into its folder")
+        sys.stdout.write(next(iter(files.values())))
         return 0
-
-    return run()
+    if strict and problems:
+        typer.echo(f"--strict: {problems} warning(s) or invalid point(s); nothing written", err=True)
+        return 1
+    folder = out if out is not None else Path("launch") / loaded.name
+    if check:
+        return _check(folder, files, diff)
+    _write(folder, files)
+    return 0
 
 
 def _check(folder: Path, expected: dict[str, str], show_diff: bool) -> int:
@@ -188,17 +171,10 @@ def _check(folder: Path, expected: dict[str, str], show_diff: bool) -> int:
     return 1
 
 
-def _report(plan) -> None:
-    for warning in plan.warnings:
-        typer.echo(f"warning: {warning}", err=True)
-    for note in plan.notes:
-        typer.echo(f"note: {note}", err=True)
-
-
 def _write(folder: Path, files: dict[str, str]) -> None:
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(text, encoding="utf-8")
             typer.echo(f"wrote {folder / name}")
     except OSError as exc:

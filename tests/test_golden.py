@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from generator.artifacts import spec_files
 from generator.drift import compare
-from generator.plan.stages import resolve_run, stage_folder
-from generator.render import render_all
 from generator.spec.model import load_spec
 
 from .conftest import ROOT, SAMPLES
@@ -21,12 +20,8 @@ GOLDEN = ROOT / "tests" / "golden"
 
 
 def rendered(sample: Path) -> dict[str, str]:
-    """The files of a sample; a staged sample's are keyed by their stage folder."""
-    plans = resolve_run(load_spec(sample, f"samples/{sample.name}"))
-    if plans[0].spec.stage is None:
-        return render_all(plans[0])
-    return {f"{stage_folder(i, plan)}/{name}": text
-            for i, plan in enumerate(plans, start=1) for name, text in render_all(plan).items()}
+    """Everything `generate` writes for a sample (stage and sweep-point folders included)."""
+    return spec_files(load_spec(sample, f"samples/{sample.name}"))[0]
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])

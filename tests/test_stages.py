@@ -45,7 +45,7 @@ def test_generate_writes_a_folder_per_stage(tmp_path: Path) -> None:
 
 def test_single_target_to_stdout_is_refused_for_stages() -> None:
     result = runner.invoke(app, ["generate", str(SAMPLE), "--target", "megatron"])
-    assert result.exit_code == 2 and "has 2 stages; give --out" in result.stderr
+    assert result.exit_code == 2 and "2 files (stages or sweep points); give --out" in result.stderr
 
 
 def test_explain_shows_the_timeline() -> None:

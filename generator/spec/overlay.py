@@ -85,3 +85,15 @@ def _override(item: str) -> Document:
     text = "".join(f"{'  ' * depth}{part}:\n" for depth, part in enumerate(parts[:-1]))
     text += f"{'  ' * (len(parts) - 1)}{parts[-1]}: {m.group(2)}\n"
     return load_yaml(text, f"--set {item}")
+
+
+def with_values(doc: Document, values: dict[str, object], label: str) -> Document:
+    """``doc`` with dotted-path values set (a sweep point); they are located at ``label``."""
+    tree: dict = {}
+    for dotted, value in values.items():
+        node = tree
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return merge(doc, load_yaml(yaml.safe_dump(tree, sort_keys=False), label))

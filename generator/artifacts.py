@@ -1,0 +1,61 @@
+"""Every file a spec produces, as {path relative to its output folder: text}: the plan's files,
+one folder per stage (stage-<n>-<stage>/), or one folder per sweep point plus index.md/.json.
+`generate` writes or --checks them; the golden tests compare them."""
+
+from __future__ import annotations
+
+from generator.errors import UserError
+
+
+def spec_files(spec, wanted: str | None = None) -> tuple[dict[str, str], list[str], int]:
+    """(files, report lines for the terminal, number of warnings or invalid sweep points)."""
+    from generator.plan.stages import resolve_run
+
+    if spec.doc.data.get("sweep"):
+        return _sweep_files(spec, wanted)
+    plans = resolve_run(spec)
+    return plan_files(plans, wanted), _reports(plans), sum(len(p.warnings) for p in plans)
+
+
+def _reports(plans: list) -> list[str]:
+    return [f"warning: {w}" for p in plans for w in p.warnings] + \
+        [f"note: {n}" for p in plans for n in p.notes]
+
+
+def plan_files(plans: list, wanted: str | None = None) -> dict[str, str]:
+    """{path: text} of a spec's plans: plain names, or stage-<n>-<stage>/<name>."""
+    from generator.plan.stages import stage_folder
+    from generator.render import ARTIFACTS, render_all, targets_for
+
+    used = targets_for(plans[0].framework)
+    if wanted is not None and wanted not in (ARTIFACTS[t][0] for t in used):
+        raise UserError(f"--target: framework {plans[0].framework} does not use {wanted}; choose "
+                        f"one of {', '.join(used)} or all")
+    staged = plans[0].spec.stage is not None
+    files: dict[str, str] = {}
+    for index, plan in enumerate(plans, start=1):
+        prefix = f"{stage_folder(index, plan)}/" if staged else ""
+        files.update({prefix + name: text for name, text in render_all(plan).items()
+                      if wanted is None or name == wanted})
+    return files
+
+
+def _sweep_files(spec, wanted: str | None) -> tuple[dict[str, str], list[str], int]:
+    from generator.sweep import index, sweep_points
+
+    points = sweep_points(spec.doc)
+    files: dict[str, str] = {}
+    reports: list[str] = []
+    problems = 0
+    for point in points:
+        if point.error:
+            problems += 1
+            reports.append(f"sweep point {point.label} skipped: {point.error}")
+            continue
+        reports += [f"{point.label}: {line}" for line in _reports(point.plans)]
+        problems += sum(len(p.warnings) for p in point.plans)
+        files.update({f"{point.label}/{name}": text
+                      for name, text in plan_files(point.plans, wanted).items()})
+    markdown, data = index(points)
+    files.update({"index.md": markdown, "index.json": data})
+    return files, reports, problems
