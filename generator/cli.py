@@ -85,14 +85,6 @@ def _guarded(action: Callable[[], T]) -> T:
         raise typer.Exit(2) from None
 
 
-def _plans(spec_path: Path, overrides: list[str] | None = None):
-    """The plans of a spec file: one, or one per stage."""
-    from generator.plan.stages import resolve_run
-    from generator.spec.model import load_spec
-
-    return resolve_run(load_spec(spec_path, str(spec_path), tuple(overrides or ())))
-
-
 SetOption = Annotated[list[str] | None, typer.Option(
     "--set", help="Override a spec value: --set parallelism.tp=8 (repeatable; typed by the schema).")]
 
@@ -187,10 +179,20 @@ def explain(
     output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
     overrides: SetOption = None,
 ) -> None:
-    """Print the plan's derivation step by step (or the plan as JSON)."""
+    """Print the plan's derivation step by step (or the plan as JSON); a sweep's index table."""
 
     def run() -> None:
-        plans = _plans(spec, overrides)
+        from generator.plan.stages import resolve_run
+        from generator.spec.model import load_spec
+
+        loaded = load_spec(spec, str(spec), tuple(overrides or ()))
+        if loaded.doc.data.get("sweep"):
+            from generator.sweep import index, sweep_points
+
+            markdown, data = index(sweep_points(loaded.doc))
+            sys.stdout.write(data if output_format is Format.json else markdown)
+            return
+        plans = resolve_run(loaded)
         if output_format is Format.json:
             payload = plans[0].to_json() if len(plans) == 1 and plans[0].spec.stage is None \
                 else {"stages": [plan.to_json() for plan in plans]}

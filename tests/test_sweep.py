@@ -99,3 +99,10 @@ def test_sweep_must_have_grid_or_points(tmp_path: Path) -> None:
     spec.write_text(SAMPLE.read_text().split("sweep:")[0] + "sweep:\n  grid: {}\n")
     result = runner.invoke(app, ["generate", str(spec), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "s.yaml:" in result.output
+
+
+def test_explain_prints_the_index() -> None:
+    text = runner.invoke(app, ["explain", str(SAMPLE)])
+    assert text.exit_code == 0 and text.output.startswith("| point | world | tp |")
+    rows = json.loads(runner.invoke(app, ["explain", str(SAMPLE), "--format", "json"]).output)
+    assert len(rows) == 6 and sum("error" in r for r in rows) == 2
