@@ -106,3 +106,4 @@ def test_explain_prints_the_index() -> None:
     assert text.exit_code == 0 and text.output.startswith("| point | world | tp |")
     rows = json.loads(runner.invoke(app, ["explain", str(SAMPLE), "--format", "json"]).output)
     assert len(rows) == 6 and sum("error" in r for r in rows) == 2
+    assert all(r["memory_gib"] > 0 and 0 < r["mfu"] < 1 for r in rows if "error" not in r)
