@@ -42,13 +42,12 @@ def sweep_points(doc: Document) -> list[Point]:
                   for values in itertools.product(*(sweep["grid"][k] for k in keys))]
     else:
         combos = [dict(point) for point in sweep["points"]]
-    base = Document(doc.file, {k: v for k, v in doc.data.items() if k != "sweep"}, doc.root, doc.digest)
     points: list[Point] = []
     for number, values in enumerate(combos, start=1):
         label = _label(values)
         point = Point(label if label not in {p.label for p in points} else f"{label}-{number}", values)
         try:
-            point_doc = with_values(base, {**values, "name": f"{doc.data['name']}-{point.label}"},
+            point_doc = with_values(doc, {**values, "name": f"{doc.data['name']}-{point.label}"},
                                     f"sweep point {point.label}")
             validate(point_doc)
             point.spec = build_spec(point_doc)

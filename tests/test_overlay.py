@@ -81,3 +81,10 @@ def test_cli_set(layers: Path) -> None:
     result = runner.invoke(app, ["explain", str(layers / "base.yaml"), "--set", "parallelism.tp=8",
                                  "--set", "parallelism.pp=1"])
     assert result.exit_code == 0 and "dp = world_size / (pp × tp × cp) = 256 / (1 × 8 × 1) = 32" in result.stdout
+
+
+def test_overridden_files_name_the_spec_file_with_another_hash(layers: Path) -> None:
+    plain = load_spec(layers / "base.yaml", "base.yaml")
+    changed = load_spec(layers / "base.yaml", "base.yaml", ("parallelism.tp=8",))
+    assert changed.doc.file == plain.doc.file == "base.yaml"
+    assert changed.doc.digest != plain.doc.digest

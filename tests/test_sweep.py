@@ -107,3 +107,14 @@ def test_explain_prints_the_index() -> None:
     rows = json.loads(runner.invoke(app, ["explain", str(SAMPLE), "--format", "json"]).output)
     assert len(rows) == 6 and sum("error" in r for r in rows) == 2
     assert all(r["memory_gib"] > 0 and 0 < r["mfu"] < 1 for r in rows if "error" not in r)
+
+
+def test_point_files_cite_the_spec_file_and_carry_no_sweep() -> None:
+    from generator.sweep import sweep_points
+
+    points = [p for p in sweep_points(load_spec(SAMPLE).doc) if not p.error]
+    digests = {p.spec.doc.digest for p in points}
+    assert len(digests) == len(points)  # each point's header hash differs
+    for point in points:
+        assert point.spec.doc.file == str(SAMPLE) and "sweep" not in point.spec.doc.data
+        assert point.spec.name == f"sweep-tp-micro-{point.label}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -18,8 +19,8 @@ _SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(.*)$
 
 def load_layers(path: Path, display: str, overrides: tuple[str, ...] = ()) -> Document:
     doc = _load_chain(path, display, ())
-    for item in overrides:
-        doc = merge(doc, _override(item))
+    for item in overrides:  # the result keeps the spec file's name (generated headers cite it)
+        doc = replace(merge(doc, _override(item)), file=doc.file)
     return doc
 
 
@@ -88,7 +89,8 @@ def _override(item: str) -> Document:
 
 
 def with_values(doc: Document, values: dict[str, object], label: str) -> Document:
-    """``doc`` with dotted-path values set (a sweep point); they are located at ``label``."""
+    """``doc`` with dotted-path values set and its sweep removed (a sweep point): still named
+    after ``doc``'s file; the set values are located at ``label``."""
     tree: dict = {}
     for dotted, value in values.items():
         node = tree
@@ -96,4 +98,8 @@ def with_values(doc: Document, values: dict[str, object], label: str) -> Documen
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value
-    return merge(doc, load_yaml(yaml.safe_dump(tree, sort_keys=False), label))
+    merged = merge(doc, load_yaml(yaml.safe_dump(tree, sort_keys=False), label))
+    root = yaml.MappingNode(merged.root.tag, [(k, v) for k, v in merged.root.value if k.value != "sweep"],
+                            merged.root.start_mark, merged.root.end_mark)
+    data = {k: v for k, v in merged.data.items() if k != "sweep"}
+    return replace(merged, file=doc.file, data=data, root=root)
