@@ -143,15 +143,15 @@ def _generate_one(spec: Path, target: Target, out: Path | None, strict: bool, ch
         return 1
     folder = out if out is not None else Path("launch") / loaded.name
     if check:
-        return _check(folder, files, diff)
+        return _check(folder, files, diff, extras=wanted is None)
     _write(folder, files)
     return 0
 
 
-def _check(folder: Path, expected: dict[str, str], show_diff: bool) -> int:
+def _check(folder: Path, expected: dict[str, str], show_diff: bool, extras: bool) -> int:
     from generator.drift import compare
 
-    drift = compare(expected, folder)
+    drift = compare(expected, folder, extras)
     if drift.clean:
         typer.echo(f"{folder}: {len(expected)} file(s) up to date", err=True)
         return 0

@@ -25,8 +25,9 @@ class Drift:
         return "\n".join(lines)
 
 
-def compare(expected: dict[str, str], folder: Path) -> Drift:
-    """``expected`` maps paths relative to ``folder`` to their text."""
+def compare(expected: dict[str, str], folder: Path, extras: bool = True) -> Drift:
+    """``expected`` maps paths relative to ``folder`` to their text; ``extras=False`` ignores the
+    other files in ``folder`` (a check of one --target)."""
     drift = Drift()
     present = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()} \
         if folder.is_dir() else set()
@@ -41,6 +42,6 @@ def compare(expected: dict[str, str], folder: Path) -> Drift:
             chunks.append("".join(difflib.unified_diff(
                 actual.splitlines(True), expected[name].splitlines(True),
                 f"{folder / name} (on disk)", f"{folder / name} (from the spec)")))
-    drift.extra = sorted(present - set(expected))
+    drift.extra = sorted(present - set(expected)) if extras else []
     drift.diff = "".join(chunks)
     return drift

@@ -42,6 +42,17 @@ def test_drift_is_reported_and_nothing_written(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before
 
 
+def test_one_target_checks_only_its_file(tmp_path: Path) -> None:
+    runner.invoke(app, ["generate", str(SEED), "--out", str(tmp_path)])
+    (tmp_path / "plan.json").unlink()  # not the megatron target's file: ignored
+    ok = runner.invoke(app, ["generate", str(SEED), "--out", str(tmp_path), "-t", "megatron", "--check"])
+    assert ok.exit_code == 0 and "1 file(s) up to date" in ok.stderr
+    args = tmp_path / "megatron_args.sh"
+    args.write_text(args.read_text().replace("--micro-batch-size 16", "--micro-batch-size 8"))
+    bad = runner.invoke(app, ["generate", str(SEED), "--out", str(tmp_path), "-t", "megatron", "--check"])
+    assert bad.exit_code == 1 and "changed: megatron_args.sh" in bad.stdout and "extra" not in bad.stdout
+
+
 def test_missing_folder_is_drift(tmp_path: Path) -> None:
     result = runner.invoke(app, ["generate", str(SEED), "--out", str(tmp_path / "none"), "--check"])
     assert result.exit_code == 1 and not (tmp_path / "none").exists()
