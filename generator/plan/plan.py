@@ -7,7 +7,7 @@ runs every rule over the plan's facts. Renderers only read the plan.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -67,6 +67,8 @@ class Plan:
     notes: tuple[str, ...]
     warnings: tuple[Finding, ...]
     derivation: tuple[str, ...]
+    # the estimate, once computed (see estimate()); not part of the plan's identity
+    _estimate: Any = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def framework(self) -> str:
@@ -180,10 +182,12 @@ class Plan:
         return {k: Fact(v, "plan") for k, v in values.items()}
 
     def estimate(self):
-        """Memory and time estimates (generator/estimate)."""
-        from generator.estimate.plan import estimate_plan
+        """Memory and time estimates (generator/estimate), computed once per plan."""
+        if self._estimate is None:
+            from generator.estimate.plan import estimate_plan
 
-        return estimate_plan(self)
+            object.__setattr__(self, "_estimate", estimate_plan(self))
+        return self._estimate
 
     def to_json(self) -> dict[str, Any]:
         s, m = self.spec, self.model
@@ -329,15 +333,16 @@ def resolve(spec: Spec) -> Plan:
         warnings=tuple(f for f in findings if f.severity != "error"),
         derivation=derivation(spec, world, dp, solved, schedule),
     )
-    return replace(plan, warnings=plan.warnings + _memory_warnings(plan, facts))
+    estimate = plan.estimate()
+    checked = replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts))
+    object.__setattr__(checked, "_estimate", estimate)  # the added warnings do not change it
+    return checked
 
 
-def _memory_warnings(plan: Plan, facts: dict[str, Fact]) -> tuple[Finding, ...]:
+def _memory_warnings(plan: Plan, estimate, facts: dict[str, Fact]) -> tuple[Finding, ...]:
     """GL020: the estimate of the most loaded GPU against its capacity."""
     from generator.estimate.memory import GIB
-    from generator.estimate.plan import estimate_plan
 
-    estimate = estimate_plan(plan)
     if estimate.memory.capacity is None:
         return ()
     m = estimate.memory
