@@ -12,10 +12,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from generator.artifacts import spec_files
 from generator.cli import app
 from generator.lint import lint_paths
-from generator.plan.plan import resolve
-from generator.render import render_all
+from generator.lint.discover import SUFFIXES
 from generator.spec.model import load_spec
 
 from .conftest import ROOT, SAMPLES
@@ -51,8 +51,10 @@ def test_linting_never_executes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def write_sample(sample: Path, folder: Path) -> None:
-    folder.mkdir(parents=True)
-    for name, text in render_all(resolve(load_spec(sample, f"samples/{sample.name}"))).items():
+    """Every file the sample produces (its stages or sweep points and index included)."""
+    files, _, _ = spec_files(load_spec(sample, f"samples/{sample.name}"))
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
 
 
@@ -62,7 +64,7 @@ def test_round_trip_generated_files_are_clean(tmp_path: Path) -> None:
     result = runner.invoke(app, ["lint", str(tmp_path), *map(str, SAMPLES)])
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.stdout == ""
-    written = len([p for p in tmp_path.rglob("*") if p.is_file()])
+    written = len([p for p in tmp_path.rglob("*") if p.suffix in SUFFIXES])  # not index.md
     assert f"{written} file(s) checked, 0 error(s), 0 warning(s)" in result.stderr
 
 

@@ -101,7 +101,9 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
     for name, text in texts.items():
         if name.endswith(".json") and name not in used_json:
             ds = read_deepspeed_json(text, name)
-            if ds.problems or ds.looks_like_deepspeed:
+            # JSON no script names is checked when it looks like a DeepSpeed config or is not
+            # JSON at all; other JSON (plan.json, a sweep's index.json) is not a launch file
+            if ds.looks_like_deepspeed or (ds.problems and not ds.parsed):
                 result.problems += ds.problems
                 result.fatal = result.fatal or bool(ds.problems)
                 result.runs.append(Run(name, {}, ds.facts))

@@ -27,6 +27,7 @@ class DeepSpeedRead:
     facts: dict[str, Fact] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
     looks_like_deepspeed: bool = False
+    parsed: bool = False  # the text is valid JSON (of any shape)
 
 
 class _Positions:
@@ -48,6 +49,7 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
     except JsonError as exc:
         out.problems.append((where(exc.offset), f"not readable as a DeepSpeed config: {exc}"))
         return out
+    out.parsed = True
     if not isinstance(root.value, dict):
         out.problems.append((where(root.offset), "a DeepSpeed config is a JSON object"))
         return out
