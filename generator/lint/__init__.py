@@ -27,22 +27,21 @@ class Report:
         return sum(1 for i in self.items if i.level == "error")
 
 
-def lint_paths(paths: list[Path], select: list[str] = (), ignore: list[str] = ()) -> Report:
-    report = Report()
+def gather(paths: list[Path], specs: list[Path] | None = None):
+    """(launch files as {path: text}, [(path, why it cannot be read)], ``extra``: reads a file
+    the launch files name, such as a sourced script, on demand). YAML files go to ``specs``
+    when they are gen-launch specs, and are skipped otherwise."""
     explicit, found = discover(paths)
     texts: dict[str, str] = {}
+    problems: list[tuple[str, str]] = []
     for path in [*explicit, *found]:
         text, why = read_text(path)
         if text is None:
-            report.problems.append((str(path), why))
-            report.fatal = True
-            continue
-        if path.suffix in (".yaml", ".yml"):
-            if looks_like_spec(text):
-                _lint_spec(path, report)
-            continue
-        texts[str(path)] = text
-    report.files = len(texts)
+            problems.append((str(path), why))
+        elif path.suffix not in (".yaml", ".yml"):
+            texts[str(path)] = text
+        elif specs is not None and looks_like_spec(text):
+            specs.append(path)
 
     def extra(candidate: str) -> tuple[str, str] | None:
         path = Path(candidate)
@@ -51,6 +50,17 @@ def lint_paths(paths: list[Path], select: list[str] = (), ignore: list[str] = ()
             return (candidate, text) if text is not None else None
         return None
 
+    return texts, problems, extra
+
+
+def lint_paths(paths: list[Path], select: list[str] = (), ignore: list[str] = ()) -> Report:
+    report = Report()
+    specs: list[Path] = []
+    texts, report.problems, extra = gather(paths, specs)
+    report.fatal = bool(report.problems)
+    for path in specs:
+        _lint_spec(path, report)
+    report.files = len(texts)
     result = lint_texts(texts, extra)
     report.problems += result.problems
     report.fatal = report.fatal or result.fatal

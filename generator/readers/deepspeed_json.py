@@ -17,6 +17,10 @@ _FIELDS = {
     "ds_zero_stage": ("zero_optimization", "stage"),
     "ds_sequence_parallel_size": ("sequence_parallel_size",),
     "ds_pipeline_stages": ("pipeline", "stages"),
+    "ds_gradient_clipping": ("gradient_clipping",),
+    "ds_steps_per_print": ("steps_per_print",),
+    "ds_offload_optimizer": ("zero_optimization", "offload_optimizer", "device"),
+    "ds_offload_param": ("zero_optimization", "offload_param", "device"),
 }
 _DS_HINTS = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
              "zero_optimization", "fp16", "bf16", "optimizer", "scheduler", "gradient_clipping"}
@@ -64,16 +68,18 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
         node = root.get(precision, "enabled")
         if node is not None and node.value is True:
             facts[f"ds_{'bf16' if precision == 'bfloat16' else precision}"] = Fact(True, where(node.offset))
-    scheduler = root.get("scheduler")
-    if scheduler is not None and isinstance(scheduler.value, dict):
-        params = scheduler.get("params")
+    for section in ("scheduler", "optimizer"):
+        node = root.get(section)
+        if node is None or not isinstance(node.value, dict):
+            continue
+        params = node.get("params")
         plain = params.plain() if params is not None and isinstance(params.value, dict) else {}
-        kind = scheduler.get("type")
-        facts["ds_scheduler"] = Fact((kind.value if kind else None, plain), where(scheduler.offset))
-        for key in ("total_num_steps", "warmup_num_steps"):
-            node = params.get(key) if params is not None else None
-            if node is not None and isinstance(node.value, int):
-                facts[f"ds_{key}"] = Fact(node.value, where(node.offset))
+        kind = node.get("type")
+        facts[f"ds_{section}"] = Fact((kind.value if kind else None, plain), where(node.offset))
+        for key in ("total_num_steps", "warmup_num_steps") if section == "scheduler" else ():
+            value = params.get(key) if params is not None else None
+            if value is not None and isinstance(value.value, int):
+                facts[f"ds_{key}"] = Fact(value.value, where(value.offset))
     facts.update(_key_facts(root, where))
     return out
 

@@ -148,6 +148,9 @@ class _Reader:
         if options:
             first_offset = min(o for _, o in options.values())
             self.fact(f"{prefix}_options", tuple(sorted(options)), first_offset)
+            given = self.out.facts.get(f"{prefix}_values")
+            values = {**(given.value if given else {}), **{n: v for n, (v, _) in options.items()}}
+            self.fact(f"{prefix}_values", values, first_offset)
         for names, fact in ((("-N", "--nodes"), "nodes"), (("--ntasks-per-node",), "ntasks_per_node"),
                             (("-n", "--ntasks"), "ntasks"), (("-c", "--cpus-per-task"), "cpus_per_task"),
                             (("--gpus-per-task",), "gpus_per_task")):
@@ -237,6 +240,8 @@ class _Reader:
         elif python or (rest[0].text or "").endswith(".py"):
             entry = k if python else 0
             self.fact("launcher", "srun" if "srun_line" in self.out.facts else "python", rest[0])
+            if python:
+                self.fact("python", rest[0].text, rest[0])
             self.entry_args(rest[entry + 1:], rest[min(entry, len(rest) - 1)])
 
     def torchrun(self, argv: list[Field], start: int) -> None:
@@ -276,6 +281,8 @@ class _Reader:
             self.entry_args(argv[k + 1:], argv[k])
 
     def entry_args(self, args: list[Field], entry: Field) -> None:
+        self.fact("entrypoint", entry.text, entry)
+        self.fact("entry_argv", tuple(a.text for a in args), entry)
         flags: dict[str, str] = {}
         k = 0
         values: dict[str, Field] = {}
@@ -324,7 +331,7 @@ class _Reader:
                           values["--rampup-batch-size"])
             if "--step-batch-size-schedule" in values:
                 field_ = values["--step-batch-size-schedule"]
-                entries = _step_schedule(field_.text or "")
+                entries = step_schedule(field_.text or "")
                 self.fact("batch_schedule", entries, field_)
                 if entries and "--global-batch-size" not in values:
                     self.fact("global_batch_size", max(entries)[1], field_)
@@ -347,6 +354,11 @@ class _Reader:
                 if "CUDA_DEVICE_MAX_CONNECTIONS" in command.env:
                     f = command.env["CUDA_DEVICE_MAX_CONNECTIONS"]
                     self.fact("cuda_device_max_connections", f.text or "?", f)
+        exported = [(var.offset, name, var.scalar().text) for name, var in self.script.variables.items()
+                     if var.exported and not var.array]
+        if exported:
+            self.fact("exports", tuple((name, text) for _, name, text in sorted(exported)),
+                      min(exported)[0])
         used: dict[str, str] = {}
         for name, offset in _batch_shell_slurm_variables(self.script.text):
             used.setdefault(name, self.src(offset))
@@ -379,7 +391,7 @@ class _Reader:
                 f["vpp"] = Fact(per_stage // n, f["layers_per_virtual_stage"].source)
 
 
-def _step_schedule(text: str) -> tuple[tuple[int, int], ...] | None:
+def step_schedule(text: str) -> tuple[tuple[int, int], ...] | None:
     """Megatron's "THRESHOLD:BATCH ..." (space or comma separated; K/M/B/T decimal, read through a
     float as Megatron does); None when any entry is not statically known."""
     scale = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}

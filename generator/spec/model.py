@@ -243,7 +243,7 @@ def build_spec(doc: Document) -> Spec:
         name=data["name"],
         framework=data["framework"],
         cluster=Cluster(**data["cluster"]),
-        model=_model(doc, data["model"]),
+        model=model_from(data["model"], lambda: doc.locate(["model"])),
         parallelism=Parallelism(**data["parallelism"]),
         batch=Batch(
             micro_batch_size=data["batch"].get("micro_batch_size"),
@@ -327,14 +327,16 @@ def _warmup(doc: Document, value: Any, count) -> Warmup:
         raise UserError(str(exc), doc.locate(["training", "warmup"])) from None
 
 
-def _model(doc: Document, given: dict[str, Any]) -> Model:
+def model_from(given: dict[str, Any], where=lambda: None) -> Model:
+    """The model a spec's `model` section describes: its preset, then the values given, then
+    Megatron's defaults. ``where()`` locates the section for the error when fields are missing."""
     preset_name = given.get("preset")
     merged = {**(presets.models()[preset_name] if preset_name else {}),
               **{k: v for k, v in given.items() if v is not None}}
     missing = [k for k in _MODEL_REQUIRED if merged.get(k) is None]
     if missing:
         raise UserError(f"$.model: missing {', '.join(missing)}; give them or choose a preset "
-                        f"({', '.join(presets.models())})", doc.locate(["model"]))
+                        f"({', '.join(presets.models())})", where())
     h, heads = merged["hidden_size"], merged["num_attention_heads"]
     activation = merged.get("activation") or "gelu"
     ffn = merged.get("ffn_hidden_size")
