@@ -224,6 +224,8 @@ class Plan:
                          "warmup_samples": self.warmup_samples,
                          "megatron_counts_in": "samples" if self.schedule.sample_based else "iterations",
                          "decay": s.training.decay, "lr": self.lr, "min_lr": s.training.min_lr},
+            "training": {"precision": s.training.precision, "recompute": s.training.recompute,
+                         "flash_attention": s.training.flash_attention},
             "launch": {"launcher": s.launch.launcher, "tasks_per_node": self.tasks_per_node,
                        "procs_per_node": self.procs_per_node,
                        "cuda_device_max_connections_1": self.cuda_device_max_connections_1},
