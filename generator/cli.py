@@ -28,7 +28,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     no_args_is_help=True,
 )
-COMMANDS = {"generate", "explain", "schema", "rules", "lint"}
+COMMANDS = {"generate", "explain", "schema", "rules", "lint", "import"}
 T = TypeVar("T")
 
 
@@ -252,6 +252,50 @@ def lint(
     code = _guarded(run)
     if code:
         raise typer.Exit(code)
+
+
+@app.command("import")
+def import_(
+    paths: Annotated[list[Path], typer.Argument(
+        help="One run's launch files: its script (with what it sources), its DeepSpeed JSON, or "
+        "their folder.", show_default=False)],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the spec to this file "
+                   "(default: stdout).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+) -> None:
+    """Write the spec that existing launch files imply (static: nothing runs). Values the files
+    do not determine are marked in the YAML and listed on stderr."""
+
+    def run() -> None:
+        from generator.importer import import_paths
+        from generator.lint.report import locate
+
+        if out is not None and out.exists() and not force:
+            raise UserError(f"--out {out}: exists; give --force to overwrite it")
+        imported = import_paths(paths)
+        for where, what in imported.problems:
+            typer.echo(f"{where}: cannot read: {what}", err=True)
+        for finding in imported.findings:
+            item = locate(finding)
+            typer.echo(f"{item.path}:{item.line}:{item.column}: {finding.severity}: {finding.code} "
+                       f"{finding.message}", err=True)
+        if imported.findings:
+            typer.echo(f"the files disagree or break a rule ({len(imported.findings)} finding(s) "
+                       "above); where they disagree the spec follows the Megatron arguments",
+                       err=True)
+        for path, why in imported.draft.marks.items():
+            typer.echo(f"not determined: {path}: {why}", err=True)
+        if out is None:
+            sys.stdout.write(imported.text)
+            return
+        try:
+            out.write_text(imported.text, encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot write {out}: {exc.strerror}") from None
+        typer.echo(f"wrote {out} from {', '.join(imported.sources)}; "
+                   f"{len(imported.draft.marks)} value(s) to check", err=True)
+
+    _guarded(run)
 
 
 @app.command()

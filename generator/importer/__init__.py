@@ -1,0 +1,185 @@
+"""`gen-launch import`: existing launch files -> the spec they imply.
+
+The linter's readers reconstruct the run (a script, what it sources, its DeepSpeed JSON); its
+facts are mapped back to spec fields (importer/megatron.py, deepspeed.py, launch.py). What the
+files do not say is marked in the YAML; a gen-launch plan.json beside the script supplies what
+launch files never hold (GPU type, vocabulary size, model preset, flash attention).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from generator import __version__
+from generator.errors import UserError, UserErrors
+from generator.importer.deepspeed import read_deepspeed
+from generator.importer.draft import MARK, Draft, to_yaml
+from generator.importer.launch import read_launch_facts
+from generator.importer.megatron import read_megatron
+from generator.importer.model import read_model
+from generator.lint.engine import Run
+from generator.rules import Finding
+
+# shown even when equal to the schema's default: the numbers a reader looks for first
+_ALWAYS = {"parallelism.tp", "parallelism.pp", "training.precision", "training.decay"}
+
+
+@dataclass
+class Imported:
+    text: str  # the spec, YAML
+    draft: Draft
+    sources: list[str]  # the files it was read from
+    findings: list[Finding] = field(default_factory=list)  # inconsistencies lint finds in them
+    problems: list[tuple[str, str]] = field(default_factory=list)  # what could not be read
+
+
+def import_paths(paths: list[Path]) -> Imported:
+    from generator.lint import gather
+    from generator.lint.engine import lint_texts
+
+    texts, problems, extra = gather(paths)
+    result = lint_texts(texts, extra)
+    runs = [r for r in result.runs if r.facts or r.ds_facts]
+    if not runs and (problems or result.problems):
+        raise UserErrors([UserError(f"{where}: cannot read: {why}")
+                          for where, why in problems + result.problems])
+    if not runs:
+        raise UserError(f"{', '.join(map(str, paths))}: no launch script or DeepSpeed config found "
+                        "(import reads .sh/.sbatch/.slurm scripts and DeepSpeed JSON)")
+    if len(runs) > 1:
+        raise UserError(f"{len(runs)} runs found ({', '.join(r.name for r in runs)}); import one "
+                        "run at a time: name its script (with its JSON), or one stage or sweep "
+                        "point folder")
+    run = runs[0]
+    plan = _plan_json(run.name, texts, extra)
+    draft = build_draft(run, plan)
+    sources = [run.name] + ([plan[0]] if plan else [])
+    header = [f"Imported by gen-launch {__version__} from {', '.join(sources)}.",
+              f'Lines marked "{MARK}" were not (fully) determined by the files: check them.']
+    header += [f"note: {note}" for note in draft.notes]
+    from generator.spec.schema import spec_schema
+
+    return Imported(to_yaml(draft, spec_schema(), header), draft, sources,
+                    result.findings, result.problems + problems)
+
+
+def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
+    facts = run.facts
+    draft = Draft()
+    framework = facts["framework"].value if "framework" in facts else (
+        "deepspeed" if run.ds_facts else None)
+    if framework is None:
+        draft.unknown("framework", "neither Megatron arguments nor a DeepSpeed config found",
+                      "megatron-lm")
+        framework = "megatron-lm"
+    else:
+        draft.set("framework", framework)
+    words = list(facts["entry_argv"].value) if "entry_argv" in facts else []
+    # Megatron flags map to spec fields; a plain DeepSpeed script's arguments are its own
+    extra = _without_deepspeed_config(words) if framework == "deepspeed" else read_megatron(words, draft)
+    if run.ds_facts:
+        read_deepspeed(run.ds_facts, draft, owns_optimizer=framework == "deepspeed")
+    if facts:
+        read_launch_facts(facts, run.name, draft)
+    else:
+        stem = posixpath.basename(run.name).rsplit(".", 1)[0]
+        draft.unknown("name", "a DeepSpeed config without a launch script; named after it", stem)
+        for key in ("nodes", "gpus_per_node", "gpu"):
+            draft.unknown(f"cluster.{key}", "a DeepSpeed config without a launch script")
+    if any(word is None or "\0" in word for word in extra):
+        draft.notes.append("some extra arguments are only known at run time; left out")
+    draft.set("launch.extra_args", [w for w in extra if w is not None and "\0" not in w])
+    if framework != "deepspeed" and "megatron.version" not in draft.values:
+        draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "
+                      "ramp or schedule would); latest assumed", "latest")
+    draft.unknown("training.flash_attention", "not in the files; used by the estimates only; "
+                  "true assumed", True)
+    from_plan = plan[1] if plan else {}
+    read_model(draft, from_plan.get("model") or {})
+    _from_plan(draft, from_plan, framework)
+    _batch(draft, framework)
+    _required(draft)
+    _drop_defaults(draft)
+    return draft
+
+
+def _without_deepspeed_config(words: list[str | None]) -> list[str | None]:
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in ("--deepspeed_config", "--deepspeed-config"):
+            skip = True
+        elif not (word or "").startswith(("--deepspeed_config=", "--deepspeed-config=")):
+            out.append(word)
+    return out
+
+
+def _plan_json(script: str, texts: dict[str, str], extra) -> tuple[str, dict] | None:
+    """The gen-launch plan.json beside the script, if there is one."""
+    path = posixpath.join(posixpath.dirname(script), "plan.json")
+    found = (path, texts[path]) if path in texts else extra(path)
+    if found is None:
+        return None
+    try:
+        data = json.loads(found[1])
+    except ValueError:
+        return None
+    ok = isinstance(data, dict) and str(data.get("generator", "")).startswith("gen-launch")
+    return (found[0], data) if ok else None
+
+
+def _from_plan(draft: Draft, plan: dict, framework: str) -> None:
+    """What launch files never hold, from plan.json: the GPU, flash attention, and the run
+    length of a DeepSpeed run whose scheduler does not end."""
+    if not plan:
+        return
+    gpu = (plan.get("cluster") or {}).get("gpu")
+    if gpu and "cluster.gpu" in draft.marks:
+        draft.set("cluster.gpu", gpu)
+        del draft.marks["cluster.gpu"]
+    training = plan.get("training") or {}
+    if "flash_attention" in training:
+        draft.set("training.flash_attention", training["flash_attention"])
+        draft.marks.pop("training.flash_attention", None)
+    iters = (plan.get("schedule") or {}).get("train_iters")
+    if "training.train_iters" in draft.marks and isinstance(iters, int):
+        draft.set("training.train_iters", iters)
+        del draft.marks["training.train_iters"]
+
+
+def _batch(draft: Draft, framework: str) -> None:
+    given = [k for k in ("micro_batch_size", "gradient_accumulation_steps", "global_batch_size")
+             if draft.get(f"batch.{k}") is not None]
+    if draft.get("batch.schedule") is not None:
+        return
+    if given == ["micro_batch_size"] and framework != "deepspeed":
+        draft.set("batch.gradient_accumulation_steps", 1)
+        draft.notes.append("no --global-batch-size: Megatron's default, micro × dp (accumulation 1)")
+    elif not given and "batch.micro_batch_size" not in draft.marks:
+        draft.unknown("batch.micro_batch_size", "no micro batch in the arguments or the JSON")
+
+
+def _required(draft: Draft) -> None:
+    if not any(draft.get(f"training.{k}") is not None or f"training.{k}" in draft.marks
+               for k in ("train_tokens", "train_iters", "train_samples")):
+        draft.unknown("training.train_iters", "no run length (--train-iters, --train-samples or a "
+                      "scheduler's total_num_steps)")
+    if draft.get("training.lr") is None and "training.lr" not in draft.marks:
+        draft.unknown("training.lr", "no learning rate in the arguments or the JSON")
+
+
+def _drop_defaults(draft: Draft) -> None:
+    """Leave out what equals the schema's default, so the spec shows what is particular."""
+    from generator.spec.schema import spec_schema
+
+    schema = spec_schema()["properties"]
+    for path in list(draft.values):
+        section, _, key = path.partition(".")
+        sub = schema.get(section, {}).get("properties", {}).get(key, {})
+        if path not in draft.marks and path not in _ALWAYS and "default" in sub and \
+                draft.values[path] == sub["default"]:
+            del draft.values[path]

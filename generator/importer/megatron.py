@@ -1,0 +1,209 @@
+"""Megatron-LM / Megatron-DeepSpeed arguments -> spec values. Flags the generator renders are
+mapped back to the spec fields they come from; every other word stays, in order, in
+launch.extra_args. A flag given twice counts once, with its last value (argparse's rule)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from generator.importer.draft import Draft
+from generator.readers.bash.evaluate import UNKNOWN
+
+# flag -> (spec path, type); each takes one value
+_VALUES = {
+    "--num-layers": ("model.num_layers", int), "--hidden-size": ("model.hidden_size", int),
+    "--ffn-hidden-size": ("model.ffn_hidden_size", int),
+    "--num-attention-heads": ("model.num_attention_heads", int),
+    "--num-query-groups": ("model.num_query_groups", int),
+    "--num-key-value-heads": ("model.num_query_groups", int),
+    "--seq-length": ("model.seq_length", int),
+    "--max-position-embeddings": ("model.max_position_embeddings", int),
+    "--vocab-size": ("model.vocab_size", int),
+    "--num-experts": ("model.num_experts", int), "--moe-router-topk": ("model.moe_top_k", int),
+    "--tensor-model-parallel-size": ("parallelism.tp", int),
+    "--pipeline-model-parallel-size": ("parallelism.pp", int),
+    "--context-parallel-size": ("parallelism.cp", int),
+    "--ds-sequence-parallel-size": ("parallelism.cp", int),
+    "--expert-model-parallel-size": ("parallelism.ep", int),
+    "--moe-expert-parallel-size": ("parallelism.ep", int),
+    "--expert-tensor-parallel-size": ("parallelism.etp", int),
+    "--num-virtual-stages-per-pipeline-rank": ("parallelism.vpp", int),
+    "--zero-stage": ("parallelism.zero_stage", int),
+    "--micro-batch-size": ("batch.micro_batch_size", int),
+    "--global-batch-size": ("batch.global_batch_size", int),
+    "--train-iters": ("training.train_iters", int), "--train-samples": ("training.train_samples", int),
+    "--lr": ("training.lr", float), "--min-lr": ("training.min_lr", float),
+    "--weight-decay": ("training.weight_decay", float), "--adam-eps": ("training.adam_eps", float),
+    "--clip-grad": ("training.gradient_clipping", float), "--seed": ("training.seed", int),
+    "--log-interval": ("training.log_interval", int),
+}
+# flag -> (spec path, {value written: spec value})
+_CHOICES = {
+    "--position-embedding-type": ("model.position_embedding", {
+        "learned_absolute": "learned_absolute", "absolute": "learned_absolute", "rope": "rope",
+        "rotary": "rope", "alibi": "alibi", "none": "none"}),
+    "--normalization": ("model.normalization", {"RMSNorm": "rmsnorm", "rmsnorm": "rmsnorm",
+                                                "LayerNorm": "layernorm", "layernorm": "layernorm"}),
+    "--lr-decay-style": ("training.decay", {"cosine": "cosine", "linear": "linear",
+                                            "constant": "constant", "WSD": "wsd"}),
+    "--recompute-granularity": ("training.recompute", {"full": "full", "selective": "selective"}),
+}
+# switch -> (spec path, value it sets); None: implied by other values
+_SWITCHES = {
+    "--sequence-parallel": ("parallelism.sequence_parallel", True),
+    "--use-distributed-optimizer": ("parallelism.distributed_optimizer", True),
+    "--swiglu": ("model.activation", "swiglu"),
+    "--untie-embeddings-and-output-weights": ("model.tie_embeddings", False),
+    "--use-rotary-position-embeddings": ("model.position_embedding", "rope"),
+    "--bf16": ("training.precision", "bf16"), "--fp16": ("training.precision", "fp16"),
+    "--recompute-activations": ("training.recompute", "selective"),
+    "--group-query-attention": None, "--deepspeed": None,
+}
+# read below, with the other values in view
+_OTHERS = {"--adam-beta1": 1, "--adam-beta2": 1, "--lr-warmup-iters": 1, "--lr-warmup-samples": 1,
+           "--lr-warmup-fraction": 1, "--lr-decay-iters": 1, "--lr-decay-samples": 1,
+           "--lr-wsd-decay-style": 1, "--lr-wsd-decay-iters": 1, "--lr-wsd-decay-samples": 1,
+           "--recompute-method": 1, "--recompute-num-layers": 1, "--rampup-batch-size": 3,
+           "--step-batch-size-schedule": 1, "--deepspeed_config": 1, "--deepspeed-config": 1,
+           "--num-layers-per-virtual-pipeline-stage": 1}
+_ARITY = {**dict.fromkeys(_VALUES, 1), **dict.fromkeys(_CHOICES, 1), **dict.fromkeys(_SWITCHES, 0),
+          **_OTHERS}
+
+# Megatron's own defaults for what a hand-written script leaves out (arguments.py), where
+# they differ from the spec's defaults.
+_MEGATRON_DEFAULTS = {"training.decay": "linear", "training.log_interval": 100,
+                      "training.precision": "fp32", "training.recompute": "none",
+                      "training.adam_betas": [0.9, 0.999]}
+
+
+def split_arguments(words: list[str | None]) -> tuple[dict[str, list[str | None]], list[str | None]]:
+    """({known flag: its values (last occurrence)}, the other words in order)."""
+    known: dict[str, list[str | None]] = {}
+    extra: list[str | None] = []
+    k = 0
+    while k < len(words):
+        word = words[k] or ""
+        name, eq, inline = word.partition("=")
+        arity = _ARITY.get(name)
+        if arity is None or (eq and arity != 1):
+            extra.append(words[k])
+            k += 1
+            continue
+        values = [inline] if eq else list(words[k + 1:k + 1 + arity])
+        if len(values) < arity or any((v or "").startswith("--") for v in values):
+            extra.append(words[k])  # a value flag without its value: Megatron would refuse it
+            k += 1
+            continue
+        known[name] = values
+        k += 1 + (0 if eq else arity)
+    return known, extra
+
+
+def _value(text: str | None, kind: type):
+    if text is None or UNKNOWN in text:
+        return None
+    try:
+        return kind(text.replace("_", "")) if kind is int else kind(text)
+    except ValueError:
+        return None
+
+
+def read_megatron(words: list[str | None], draft: Draft) -> list[str | None]:
+    """Spec values from the entry point's arguments; returns the words left for extra_args."""
+    known, extra = split_arguments(words)
+    for path, value in _MEGATRON_DEFAULTS.items():
+        draft.set(path, value)
+
+    def value(flag: str, kind: type = int):
+        return _value(known[flag][0], kind) if flag in known else None
+
+    for flag, (path, kind) in _VALUES.items():
+        if flag in known:
+            got = value(flag, kind)
+            if got is None:
+                draft.unknown(path, f"{flag} is {_shown(known[flag][0])}, not known before run time")
+            else:
+                draft.set(path, got)
+    for flag, (path, choices) in _CHOICES.items():
+        if flag in known:
+            text = known[flag][0] or ""
+            if text in choices:
+                draft.set(path, choices[text])
+            else:
+                draft.notes.append(f"{flag} {_shown(text)} has no spec equivalent; kept in extra_args")
+                extra += [flag, known[flag][0]]
+    for flag, target in _SWITCHES.items():
+        if flag in known and target is not None:
+            draft.set(*target)
+    if "--adam-beta1" in known or "--adam-beta2" in known:
+        draft.set("training.adam_betas", [value("--adam-beta1", float) or 0.9,
+                                          value("--adam-beta2", float) or 0.999])
+    _vpp(known, draft)
+    _recompute(known, draft)
+    _schedule(known, draft)
+    _batch_changes(known, draft)
+    return extra
+
+
+def _vpp(known: dict, draft: Draft) -> None:
+    per_virtual = _value((known.get("--num-layers-per-virtual-pipeline-stage") or [None])[0], int)
+    layers, pp = draft.get("model.num_layers"), draft.get("parallelism.pp", 1)
+    if per_virtual and layers and pp and layers % pp == 0 and (layers // pp) % per_virtual == 0:
+        draft.set("parallelism.vpp", layers // pp // per_virtual)
+
+
+def _recompute(known: dict, draft: Draft) -> None:
+    if draft.get("training.recompute") != "full":
+        return
+    method = (known.get("--recompute-method") or ["uniform"])[0]
+    layers = (known.get("--recompute-num-layers") or ["1"])[0]
+    if (method, layers) != ("uniform", "1"):
+        draft.marks["training.recompute"] = (f"the files recompute with --recompute-method {method} "
+                                             f"--recompute-num-layers {layers}; the spec's full "
+                                             "recompute renders uniform, 1 layer")
+
+
+def _schedule(known: dict, draft: Draft) -> None:
+    """Warmup in the unit Megatron was given; WSD's decay phase as a fraction of the run."""
+    for flag, unit in (("--lr-warmup-iters", "iters"), ("--lr-warmup-samples", "samples")):
+        amount = _value((known.get(flag) or [None])[0], int)
+        if amount is not None:
+            draft.set("training.warmup", {unit: amount} if amount else 0)
+    fraction = _value((known.get("--lr-warmup-fraction") or [None])[0], float)
+    if fraction is not None:
+        draft.set("training.warmup", fraction)
+    if "training.warmup" not in draft.values:
+        draft.set("training.warmup", 0)
+    run = draft.get("training.train_iters") or draft.get("training.train_samples")
+    for flag in ("--lr-decay-iters", "--lr-decay-samples"):
+        decay = _value((known.get(flag) or [None])[0], int)
+        if decay is not None and run is not None and decay != run:
+            draft.notes.append(f"{flag} {decay} differs from the run length {run}; the spec decays "
+                               "over the whole run")
+    for flag in ("--lr-wsd-decay-iters", "--lr-wsd-decay-samples"):
+        decay = _value((known.get(flag) or [None])[0], int)
+        if decay is not None and run:
+            # the plan rounds wsd_decay × run to the nearest step; 6 significant digits keep it
+            draft.set("training.wsd_decay", float(f"{Fraction(decay, run):.6g}"))
+
+
+def _batch_changes(known: dict, draft: Draft) -> None:
+    ramp = [_value(v, int) for v in known.get("--rampup-batch-size", [])]
+    if ramp and None not in ramp:
+        draft.set("batch.rampup", {"start": ramp[0], "increment": ramp[1], "samples": ramp[2]})
+        draft.set("megatron.version", "core_v0.17")  # the last release that applies it
+    if "--step-batch-size-schedule" in known:
+        from generator.readers.launch import step_schedule
+
+        entries = step_schedule(known["--step-batch-size-schedule"][0] or "")
+        if entries is None:
+            draft.unknown("batch.schedule", "--step-batch-size-schedule is not known before run time",
+                          [])
+        else:
+            draft.set("batch.schedule", [{"tokens": t, "global_batch_size": g} for t, g in entries])
+            draft.set("megatron.version", "latest")
+        draft.values.pop("batch.global_batch_size", None)
+
+
+def _shown(text: str | None) -> str:
+    return repr((text or "").replace(UNKNOWN, "…"))

@@ -1,0 +1,74 @@
+"""The model section of an imported spec: the shape the arguments give (or plan.json, for a
+plain DeepSpeed run whose script does not show it), written as a preset plus what differs from
+it when a preset has that shape, else field by field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator import presets
+from generator.errors import UserError
+from generator.importer.draft import Draft
+from generator.spec.model import Model, model_from
+
+REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "seq_length")
+# required first: once they are written, a field equal to its default need not be
+_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "seq_length", "vocab_size",
+           "num_query_groups", "ffn_hidden_size", "max_position_embeddings", "num_experts",
+           "moe_top_k", "activation", "normalization", "position_embedding", "tie_embeddings")
+
+
+def read_model(draft: Draft, plan_model: dict[str, Any]) -> None:
+    given = {k: draft.values.pop(f"model.{k}") for k in _FIELDS if f"model.{k}" in draft.values}
+    unknown = {k: draft.marks.pop(f"model.{k}") for k in _FIELDS if f"model.{k}" in draft.marks}
+    if plan_model and not any(k in given for k in REQUIRED):
+        given = {k: plan_model[k] for k in _FIELDS if plan_model.get(k) is not None}
+        unknown = {}
+    vocab_known = given.get("vocab_size") or plan_model.get("vocab_size")
+    missing = [k for k in REQUIRED if k not in given]
+    if missing or unknown:
+        for key in missing:
+            draft.unknown(f"model.{key}", unknown.get(key, "not in the files"))
+        for key, value in given.items():
+            draft.set(f"model.{key}", value)
+        if not vocab_known:
+            draft.unknown("model.vocab_size", "not in the files (the tokenizer decides it)")
+        return
+    files = model_from({**given, "vocab_size": vocab_known or 1})
+    preset = _matching_preset(files, plan_model.get("preset"))
+    written: dict[str, Any] = {"preset": preset} if preset else {}
+    for key in _FIELDS:
+        if key == "vocab_size" and not vocab_known:
+            continue
+        resolved = _resolved({**written, **({} if preset else {"vocab_size": 1})})
+        if resolved is None or getattr(resolved, key) != getattr(files, key):
+            written[key] = getattr(files, key)
+    for key, value in written.items():
+        draft.set(f"model.{key}", value)
+    if not vocab_known:
+        if preset:
+            draft.marks["model.preset"] = (f"the shape is {preset}'s; vocab_size "
+                                           f"{presets.models()[preset]['vocab_size']} is taken from "
+                                           "it (the files do not give it)")
+        else:
+            draft.unknown("model.vocab_size", "not in the files (the tokenizer decides it)")
+
+
+def _resolved(given: dict[str, Any]) -> Model | None:
+    try:
+        return model_from(given)
+    except UserError:
+        return None
+
+
+def _matching_preset(files: Model, hint: str | None) -> str | None:
+    """A preset with the files' shape (sequence length and vocabulary aside): plan.json's first."""
+    names = [hint] if hint in presets.models() else []
+    names += [n for n in presets.models() if n != hint]
+    for name in names:
+        resolved = model_from({"preset": name, "seq_length": files.seq_length,
+                               "max_position_embeddings": files.max_position_embeddings})
+        if all(getattr(resolved, k) == getattr(files, k) for k in _FIELDS
+               if k not in ("vocab_size", "seq_length", "max_position_embeddings")):
+            return name
+    return None
