@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from generator.artifacts import spec_files
@@ -19,9 +22,12 @@ from generator.importer import import_paths
 from generator.importer.draft import MARK
 from generator.lint.engine import lint_texts, views
 from generator.plan.stages import resolve_run
+from generator.render import render_all
 from generator.spec.model import load_spec
 
 from .conftest import ROOT, SAMPLES
+from .helpers import plan_of
+from .test_property import valid_specs
 
 runner = CliRunner()
 CORPUS = sorted((ROOT / "tests" / "lint_corpus").glob("*/*.*"))
@@ -184,18 +190,53 @@ def test_clean_corpus_script_generates_the_same_run_once_filled_in(path: Path, t
 
 def test_hostile_values_come_back_literally(tmp_path: Path) -> None:
     """The values the injection test sends through bash read back, unexpanded, into the spec."""
-    from generator import render
-
-    from .helpers import plan_of, spec_dict
+    from .helpers import spec_dict
     from .test_artifacts import ENV_VALUE, HOSTILE
 
     data = spec_dict(launch={"extra_args": HOSTILE, "entrypoint": "train $(touch pwned).py",
                              "env": {"NCCL_X": ENV_VALUE}},
                      slurm={"container_image": "img;touch", "container_mounts": ["/a:/b", "$(x)"]})
-    _write(tmp_path / "out", render.render_all(plan_of(tmp_path, data)))
+    _write(tmp_path / "out", render_all(plan_of(tmp_path, data)))
     spec = yaml.safe_load(import_paths([tmp_path / "out"]).text)
     assert spec["launch"]["extra_args"] == HOSTILE
     assert spec["launch"]["entrypoint"] == "train $(touch pwned).py"
     assert spec["launch"]["env"] == {"NCCL_X": ENV_VALUE}
     assert spec["slurm"]["container_mounts"] == ["/a:/b", "$(x)"]
     assert not list(tmp_path.rglob("pwned"))
+
+
+@st.composite
+def _varied_specs(draw) -> dict:
+    """The property test's random specs, with schedule, optimizer and Slurm variety on top."""
+    data = draw(valid_specs())
+    training = data["training"]
+    if data["framework"] == "megatron-lm" and draw(st.booleans()):
+        training["decay"], training["wsd_decay"] = "wsd", draw(st.sampled_from(["10%", "20%", 0.05]))
+    if data["framework"] != "deepspeed":  # DeepSpeed's schedulers need 2 warmup steps (GL108)
+        training["warmup"] = draw(st.sampled_from([training["warmup"], 0, "1%", {"tokens": 1}]))
+    training["adam_betas"] = [0.9, draw(st.sampled_from([0.95, 0.999]))]
+    training["weight_decay"] = draw(st.sampled_from([0.0, 0.1]))
+    data["slurm"] = {"partition": draw(st.sampled_from([None, "gpu"])),
+                     "exclusive": draw(st.booleans()), "time": "01:00:00"}
+    data["launch"]["extra_args"] = draw(st.sampled_from([[], ["--data-path", "/d x"]]))
+    data["launch"]["env"] = draw(st.sampled_from([{}, {"NCCL_DEBUG": "INFO", "X": "1"}]))
+    return data
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_varied_specs())
+def test_round_trip_of_random_specs(data: dict) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        plan = plan_of(folder, data)
+        original = render_all(plan)
+        _write(folder / "out", original)
+        (folder / "imported.yaml").write_text(import_paths([folder / "out"]).text, encoding="utf-8")
+        again = spec_files(load_spec(folder / "imported.yaml"))[0]
+    assert sorted(again) == sorted(original)
+    for name, text in original.items():
+        if name == "plan.json":
+            got, want = _plan_facts(again[name]), _plan_facts(text)
+            assert got == want, [(k, got[k], want[k]) for k in want if got[k] != want[k]]
+        else:
+            assert _HEADER.sub("", again[name]) == _HEADER.sub("", text), name

@@ -97,6 +97,9 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
                       "ramp or schedule would); latest assumed", "latest")
     draft.unknown("training.flash_attention", "not in the files; used by the estimates only; "
                   "true assumed", True)
+    if framework == "deepspeed":
+        draft.unknown("training.recompute", "plain DeepSpeed leaves activation checkpointing to "
+                      "the training script; used by the estimates only; none assumed", "none")
     from_plan = plan[1] if plan else {}
     read_model(draft, from_plan.get("model") or {})
     _from_plan(draft, from_plan, framework)
@@ -142,10 +145,15 @@ def _from_plan(draft: Draft, plan: dict, framework: str) -> None:
         draft.set("cluster.gpu", gpu)
         del draft.marks["cluster.gpu"]
     training = plan.get("training") or {}
-    if "flash_attention" in training:
-        draft.set("training.flash_attention", training["flash_attention"])
-        draft.marks.pop("training.flash_attention", None)
-    iters = (plan.get("schedule") or {}).get("train_iters")
+    for key in ("flash_attention", "recompute"):
+        if f"training.{key}" in draft.marks and key in training:
+            draft.set(f"training.{key}", training[key])
+            del draft.marks[f"training.{key}"]
+    schedule = plan.get("schedule") or {}
+    if framework == "deepspeed" and draft.get("training.decay") != "cosine" and \
+            isinstance(schedule.get("min_lr"), int | float):
+        draft.set("training.min_lr", schedule["min_lr"])  # WarmupDecayLR/WarmupLR do not use it
+    iters = schedule.get("train_iters")
     if "training.train_iters" in draft.marks and isinstance(iters, int):
         draft.set("training.train_iters", iters)
         del draft.marks["training.train_iters"]

@@ -183,8 +183,17 @@ def _schedule(known: dict, draft: Draft) -> None:
     for flag in ("--lr-wsd-decay-iters", "--lr-wsd-decay-samples"):
         decay = _value((known.get(flag) or [None])[0], int)
         if decay is not None and run:
-            # the plan rounds wsd_decay × run to the nearest step; 6 significant digits keep it
-            draft.set("training.wsd_decay", float(f"{Fraction(decay, run):.6g}"))
+            draft.set("training.wsd_decay", shortest_fraction(decay, run))
+
+
+def shortest_fraction(count: int, total: int) -> float:
+    """The decimal with the fewest digits that the plan rounds back to ``count`` of ``total``
+    (it takes the nearest whole step of fraction × total): 1431 of 9537 -> 0.15."""
+    for digits in range(1, 16):
+        candidate = round(count / total, digits)
+        if int(Fraction(repr(candidate)) * total + Fraction(1, 2)) == count:
+            return candidate
+    return count / total
 
 
 def _batch_changes(known: dict, draft: Draft) -> None:
