@@ -28,7 +28,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     no_args_is_help=True,
 )
-COMMANDS = {"generate", "explain", "schema", "rules", "lint", "import"}
+COMMANDS = {"generate", "explain", "plan", "schema", "rules", "lint", "import"}
 T = TypeVar("T")
 
 
@@ -209,6 +209,49 @@ def explain(
             sys.stdout.write(f"\n=== {stage_folder(index, plan)} ===\n" + explain_text(plan))
 
     _guarded(run)
+
+
+@app.command("plan")
+def plan_(
+    spec: SpecArg,
+    top: Annotated[int, typer.Option("--top", min=1, help="How many ranked layouts to show.")] = 10,
+    output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
+    overrides: SetOption = None,
+) -> None:
+    """Search the layouts the spec leaves to auto-plan (tp, pp, cp, ep, vpp, zero_stage,
+    distributed_optimizer, micro_batch_size, recompute: auto or a list) and rank those that fit
+    by estimated step time. Exit 0, or 1 when nothing fits."""
+
+    def run() -> int:
+        from generator.autoplan import run_search
+        from generator.autoplan.report import nothing_fits, plan_json, summary, table, why_best
+        from generator.spec.model import load_document
+
+        doc = load_document(spec, str(spec), tuple(overrides or ()))
+        if doc.data.get("sweep"):
+            raise UserError(f"{spec}: plan searches one spec; a sweep's points are each a spec "
+                            "(gen-launch explain lists them)")
+        template, given, result = run_search(doc, keep=top)
+        missing = None if result.ranked else nothing_fits(template, given, result)
+        if output_format is Format.json:
+            typer.echo(json.dumps(plan_json(template, given, result, missing), indent=2,
+                                  ensure_ascii=False))
+        else:
+            lines = [summary(template, result)]
+            if not given:
+                lines.append("the spec fixes every layout field; give one (e.g. parallelism.tp: "
+                             "auto) to search")
+            if result.ranked:
+                lines += ["", table(result, top), "", why_best(result.ranked),
+                          "generate uses #1"]
+            else:
+                lines += ["", missing]
+            sys.stdout.write("\n".join(lines) + "\n")
+        return 0 if result.ranked else 1
+
+    code = _guarded(run)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

@@ -16,6 +16,9 @@ from generator.spec.schema import spec_schema
 
 
 def _type(schema: dict[str, Any]) -> str:
+    if "anyOf" in schema:  # e.g. integer | `auto` | list of integer
+        return " \\| ".join(f"`{alt['const']}`" if "const" in alt else _type(alt)
+                             for alt in schema["anyOf"])
     if "enum" in schema:
         return " \\| ".join(f"`{v}`" for v in schema["enum"])
     if "oneOf" in schema:
@@ -91,12 +94,27 @@ def sc21_table() -> str:
     lines += [f"| {r.params_b:g}B | {r.gpus} | {r.published_tflops:g} | {r.predicted_tflops:.1f} | "
               f"{r.error:+.1%} |" for r in rows]
     lines.append(f"\nMedian absolute error {median_abs_error(rows):.1%} (one efficiency constant, "
-                 "0.60 of the A100's 312 TFLOP/s, for all rows).")
+                 f"{presets.gpus()['a100-80gb']['efficiency']:.2f} of the A100's 312 TFLOP/s, for "
+                 "all rows).")
+    return "\n".join(lines)
+
+
+def published_layouts() -> str:
+    from generator.autoplan.published import cases, rank
+    from generator.autoplan.report import layout_text
+
+    lines = ["| configuration | published layout | its rank | its step s | the model's #1 | #1 step s |",
+             "|---|---|---|---|---|---|"]
+    for r in map(rank, cases()):
+        published = ", ".join(f"{k} {v}" for k, v in r.case.layout.items())
+        mine = f"{r.published.step_time:.2f}" if r.published else "-"
+        lines.append(f"| {r.case.name} | {published} | {r.rank or 'infeasible'} of {r.layouts} | "
+                     f"{mine} | {layout_text(r.best)} | {r.best.step_time:.2f} |")
     return "\n".join(lines)
 
 
 SECTIONS = {"spec-reference": spec_reference, "rules": rule_table, "seed-explain": seed_explain,
-            "sc21-throughput": sc21_table}
+            "sc21-throughput": sc21_table, "autoplan-published": published_layouts}
 
 
 def render_sections(text: str) -> str:

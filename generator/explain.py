@@ -6,6 +6,14 @@ from generator.plan.plan import Plan
 from generator.units import human
 
 
+def _auto_lines(auto) -> list[str]:
+    if auto is None:
+        return []
+    chosen = ", ".join(f"{path.split('.')[1]} {value}" for path, value in auto.chosen.items())
+    return [f"  chosen by auto-plan from {auto.evaluated:,} candidates ({auto.fitting:,} fit): "
+            f"{chosen}", f"  {auto.why}"]
+
+
 def explain_text(plan: Plan) -> str:
     s, t = plan.spec, plan.spec.training
     lines = [
@@ -23,6 +31,7 @@ def explain_text(plan: Plan) -> str:
         + ("; distributed optimizer" if s.parallelism.distributed_optimizer else ""),
         f"  {plan.gradient_accumulation_steps} micro-batches of {plan.micro_batch_size} per "
         f"data-parallel rank per step ({plan.batch_how})",
+        *_auto_lines(s.auto),
         "",
         "Schedule",
         (f"  {plan.schedule.train_iters:,} steps × {plan.tokens_per_step:,} tokens = "
@@ -138,7 +147,8 @@ def _estimates(plan: Plan) -> list[str]:
         f"  {p.model_flops:.3e} model FLOPs per step ({p.hardware_flops:.3e} with recompute)",
         f"  step {p.step_time_s:.2f} s = compute {p.compute_s:.2f} + memory-bound {p.memory_s:.2f} + "
         f"bubble {p.bubble_s:.2f} + tp comm {p.tp_comm_s:.2f} + cp comm {p.cp_comm_s:.2f} + "
-        f"dp comm {p.dp_comm_s:.2f}",
+        f"dp comm {p.dp_comm_s:.2f} + pp p2p {p.pp_comm_s:.2f}"
+        + (f" + ZeRO-3 gathers {p.zero3_gather_s:.2f}" if p.zero3_gather_s else ""),
         f"  {p.tokens_per_s:,.0f} tokens/s, {p.tflops_per_gpu:.0f} TFLOP/s per GPU, "
         f"MFU {p.mfu:.1%}, HFU {p.hfu:.1%}",
         f"  {plan.train_tokens:,} tokens in {days:.1f} days, {days * 24 * p.gpus:,.0f} GPU-hours",

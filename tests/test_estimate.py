@@ -44,7 +44,7 @@ def activations(row, **changes) -> float:
     layout = Layout(tp=t, pp=p, vpp=v, micro_batch_size=mbs, num_microbatches=64,
                     flash_attention=False, **changes)
     shape = Shape(layers, h, a, a, 4 * h, 51200, 2048)
-    return stage_memory(shape, layout, 80, first=True, last=False).activations / GIB
+    return stage_memory(shape, layout, 80, layers / p, p, first=True, last=False).activations / GIB
 
 
 @pytest.mark.parametrize("row", FIG1, ids=[r[0] for r in FIG1])

@@ -109,6 +109,53 @@ def test_shape_rules_match_transformer_config(transformer_config, heads, groups,
     assert bool(ours) == (theirs is not None), (ours, theirs)
 
 
+# (layers, pp, vpp, first stage layers, last stage layers); TransformerConfig checks uneven
+# splits (even ones are checked by validate_args and at model build)
+PIPELINE_CASES = [
+    (126, 16, 1, 7, 7), (126, 16, 2, 7, 7), (126, 16, 1, 6, 7), (126, 32, 1, 3, 3),
+    (80, 8, 1, 6, None), (80, 8, 2, 10, 10), (80, 8, 1, 40, 45), (96, 2, 1, 48, 48),
+    (96, 3, 1, 48, 48), (12, 4, 1, None, 3), (12, 4, 3, 3, 3), (12, 4, 1, 3, None),
+    (64, 8, 2, 6, 6), (64, 8, 4, 4, 4), (10, 2, 1, 4, None), (10, 2, 1, 10, None),
+]
+
+
+@pytest.mark.parametrize(("layers", "pp", "vpp", "first", "last"), PIPELINE_CASES)
+def test_pipeline_split_rule_matches_transformer_config(transformer_config, layers, pp, vpp,
+                                                        first, last) -> None:
+    """GL009 (even and uneven stages) refuses exactly what TransformerConfig refuses."""
+    import torch
+
+    facts = {"num_layers": Fact(layers, "a"), "pp": Fact(pp, "b"), "vpp": Fact(vpp, "c"),
+             "framework": Fact("megatron-lm", "d"), "first_stage_layers": Fact(first, "e"),
+             "last_stage_layers": Fact(last, "f")}
+    ours = [f.message for f in run_rules(facts, ["GL009"])]
+    try:
+        transformer_config(num_layers=layers, hidden_size=64, num_attention_heads=4,
+                           pipeline_model_parallel_size=pp, pipeline_dtype=torch.bfloat16,
+                           virtual_pipeline_model_parallel_size=vpp if vpp > 1 else None,
+                           num_layers_in_first_pipeline_stage=first,
+                           num_layers_in_last_pipeline_stage=last)
+        theirs = None
+    except (ValueError, AssertionError) as exc:
+        theirs = str(exc)
+    assert bool(ours) == (theirs is not None), (ours, theirs)
+
+
+def test_uneven_split_is_accepted_by_transformer_config(transformer_config) -> None:
+    """The split auto-plan proposes for pp not dividing the layers builds a config."""
+    import torch
+
+    from generator.rules.megatron import uneven_split
+
+    assert uneven_split(61, 8) is None  # 61 − 2k is odd: never a multiple of 6 middle stages
+    for layers, pp in ((126, 16), (126, 32), (126, 64), (95, 15), (106, 10), (62, 8)):
+        k = uneven_split(layers, pp)
+        assert k is not None and k <= (layers - 2 * k) // (pp - 2), (layers, pp, k)
+        transformer_config(num_layers=layers, hidden_size=64, num_attention_heads=4,
+                           pipeline_model_parallel_size=pp, pipeline_dtype=torch.bfloat16,
+                           num_layers_in_first_pipeline_stage=k, num_layers_in_last_pipeline_stage=k)
+
+
 @pytest.mark.parametrize("sample", MEGATRON_SAMPLES, ids=[s.stem for s in MEGATRON_SAMPLES])
 def test_samples_build_a_transformer_config(transformer_config, sample: Path) -> None:
     plan = resolve(load_spec(sample))
@@ -120,5 +167,7 @@ def test_samples_build_a_transformer_config(transformer_config, sample: Path) ->
         num_query_groups=m.num_query_groups, ffn_hidden_size=m.ffn_hidden_size,
         tensor_model_parallel_size=plan.tp, pipeline_model_parallel_size=plan.pp,
         context_parallel_size=plan.cp, sequence_parallel=plan.spec.parallelism.sequence_parallel,
+        num_layers_in_first_pipeline_stage=plan.spec.parallelism.first_stage_layers,
+        num_layers_in_last_pipeline_stage=plan.spec.parallelism.last_stage_layers,
         pipeline_dtype=torch.bfloat16, bf16=plan.spec.training.precision == "bf16")
     assert config.kv_channels == m.hidden_size // m.num_attention_heads

@@ -36,6 +36,17 @@ class Layout:
     sharding: str = "none"  # none | distributed_optimizer | zero1 | zero2 | zero3
     framework: str = "megatron-lm"
     offload: str = "none"  # none | optimizer | optimizer_and_params (ZeRO-Offload to CPU memory)
+    first_stage_layers: int | None = None  # uneven pipelines: the first and last stage's layers,
+    last_stage_layers: int | None = None  # the rest spread evenly over the middle stages
+
+    def stage_layers(self, num_layers: int) -> tuple[float, float, float]:
+        """(first, middle, last) stage layer counts (all L/p when the pipeline is even)."""
+        given = [x for x in (self.first_stage_layers, self.last_stage_layers) if x is not None]
+        middle_stages = self.pp - len(given)
+        middle = (num_layers - sum(given)) / middle_stages if middle_stages else 0.0
+        first = self.first_stage_layers if self.first_stage_layers is not None else middle
+        last = self.last_stage_layers if self.last_stage_layers is not None else middle
+        return first, middle, last
 
 
 @dataclass(frozen=True)
@@ -104,19 +115,26 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout) -> float:
 
 
 def estimate_memory(shape: Shape, layout: Layout, capacity_gib: float | None) -> Memory:
-    """The most loaded GPU: the first pipeline stage (embeddings, p micro-batches in flight) or,
-    with pp > 1, the last (output layer, logits, one micro-batch in flight), whichever is larger."""
-    first = stage_memory(shape, layout, capacity_gib, first=True, last=layout.pp == 1)
-    if layout.pp == 1:
+    """The most loaded GPU: the first pipeline stage (embeddings, p micro-batches in flight),
+    with pp > 1 the last (output layer, logits, one micro-batch in flight) and, when the first
+    stage is given fewer layers, the second (p − 1 in flight) — whichever is largest."""
+    first_layers, middle_layers, last_layers = layout.stage_layers(shape.num_layers)
+    p = layout.pp
+    first = stage_memory(shape, layout, capacity_gib, first_layers, p, first=True, last=p == 1)
+    if p == 1:
         return first
-    last = stage_memory(shape, layout, capacity_gib, first=False, last=True)
-    return max(first, last, key=lambda m: m.total)
+    stages = [first, stage_memory(shape, layout, capacity_gib, last_layers, 1, first=False, last=True)]
+    if p > 2 and middle_layers > first_layers:
+        stages.append(stage_memory(shape, layout, capacity_gib, middle_layers, p - 1,
+                                   first=False, last=False, name="second"))
+    return max(stages, key=lambda m: m.total)
 
 
-def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, first: bool,
-                  last: bool) -> Memory:
+def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layers: float,
+                 in_flight: int, first: bool, last: bool, name: str | None = None) -> Memory:
+    """One stage holding ``layers`` layers with ``in_flight`` micro-batches' activations stashed
+    (1F1B: stage i of p holds p − i)."""
     params = count_params(shape)
-    layers = shape.num_layers / layout.pp
     experts_per_rank = params.num_experts / layout.ep
     dense = (params.attention + params.norms + params.router) / layout.tp
     expert = params.mlp * experts_per_rank / (layout.etp if shape.num_experts else layout.tp)
@@ -127,18 +145,13 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, first
         output = params.output or (0 if first else shape.vocab_size * shape.hidden_size)
         stage += (output + params.final_norm) / layout.tp
     weight, grad, opt = state_bytes_per_param(layout.precision, layout.sharding, layout.dp)
-    # 1F1B: the first stage holds p micro-batches in flight of L/p layers each = all L layers'
-    # worth (times the interleaving penalty; fewer micro-batches than stages hold fewer); the
-    # last stage holds one micro-batch of its own layers.
-    if first:
-        in_flight = float(shape.num_layers)
-        if layout.vpp > 1:
-            in_flight *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
-        elif layout.num_microbatches < layout.pp:
-            in_flight *= layout.num_microbatches / layout.pp
-    else:
-        in_flight = layers
-    activations = activation_bytes_per_layer(shape, layout) * in_flight
+    # 1F1B: the first stage holds p micro-batches in flight of its layers (L/p each when even:
+    # all L layers' worth), times the interleaving penalty; fewer micro-batches than stages hold
+    # fewer; the last stage holds one micro-batch of its own layers.
+    flight = layers * min(in_flight, max(layout.num_microbatches, 1))
+    if in_flight > 1 and layout.vpp > 1:
+        flight = layers * in_flight * (1 + (layout.pp - 1) / (layout.pp * layout.vpp))
+    activations = activation_bytes_per_layer(shape, layout) * flight
     logits = 0.0
     if last:  # fp32 logits of the loss, split by tp (and cp)
         logits = 4 * shape.seq_length / layout.cp * layout.micro_batch_size * shape.vocab_size / layout.tp
@@ -150,7 +163,7 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, first
     other = ALLOWANCE_FIXED_GIB * GIB + ALLOWANCE_FRACTION * (states + activations + logits)
     return Memory(stage * weight, stage * grad, stage * opt, activations, logits, other,
                   None if capacity_gib is None else capacity_gib * GIB,
-                  "first" if first else "last")
+                  name or ("first" if first else "last"))
 
 
 def alternatives(shape: Shape, layout: Layout, capacity_gib: float,

@@ -4,6 +4,7 @@ embeddings), as Megatron builds GPT and Llama-style models."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Params:
         return self.per_layer * self.num_layers + self.embedding + self.output + self.final_norm
 
 
+@lru_cache(maxsize=256)
 def count_params(shape: Shape) -> Params:
     h, f = shape.hidden_size, shape.ffn_hidden_size
     kv = shape.num_query_groups * shape.head_dim

@@ -39,6 +39,8 @@ class Performance:
     tp_comm_s: float
     cp_comm_s: float
     dp_comm_s: float
+    pp_comm_s: float  # pipeline point-to-point sends
+    zero3_gather_s: float  # ZeRO-3 parameter all-gathers (exposed part)
     tokens_per_step: int
     gpus: int
     peak_tflops: float
@@ -95,6 +97,20 @@ ELEMENTWISE_REPLICATED = 16
 ELEMENTWISE_SPLIT = 24
 SOFTMAX_BYTES = 8
 HBM_EFFICIENCY = 0.8
+GEMM_HALF_ROWS = 32
+# Fixed cost of one pipeline send (NCCL point-to-point latency across nodes); assumed, not fitted.
+P2P_LATENCY_S = 20e-6
+
+
+def gemm_rows_factor(shape: Shape, layout: Layout) -> float:
+    """GEMMs over few rows (the tokens of one micro-batch on one GPU, b·s/cp) reach less of the
+    peak: rows / (rows + GEMM_HALF_ROWS)."""
+    rows = layout.micro_batch_size * shape.seq_length / layout.cp
+    return rows / (rows + GEMM_HALF_ROWS)
+
+
+def slowest_stage_layers(shape: Shape, layout: Layout) -> float:
+    return max(layout.stage_layers(shape.num_layers))
 
 
 def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
@@ -109,7 +125,7 @@ def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     passes = 4 if layout.recompute == "full" else 3
     extra_scores = scores if layout.recompute == "selective" else 0.0
     per_layer = passes * (elementwise + scores) + extra_scores
-    return per_layer * shape.num_layers / layout.pp / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
+    return per_layer * slowest_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
 
 
 def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int,
@@ -120,7 +136,10 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     the inter-node link, overlapped with the backward pass except its last layer's share."""
     model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
-    compute = hardware / gpus / (hw.peak_tflops * 1e12 * hw.efficiency)
+    # every stage waits for the one with the most layers (uneven pipelines)
+    balance = slowest_stage_layers(shape, layout) / (shape.num_layers / layout.pp)
+    compute = hardware / gpus / (hw.peak_tflops * 1e12 * hw.efficiency * gemm_rows_factor(shape, layout)) \
+        * balance
     m = max(layout.num_microbatches, 1)
     memory = memory_bound_seconds(shape, layout, hw) * m
     bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
@@ -132,7 +151,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size
         per_layer = passes * 2 * (layout.tp - 1) / layout.tp * volume
         link = hw.intranode_gbps if layout.tp <= hw.gpus_per_node else hw.internode_gbps
-        tp_comm = per_layer * shape.num_layers / layout.pp * m / (link * 1e9)
+        tp_comm = per_layer * slowest_stage_layers(shape, layout) * m / (link * 1e9)
     # CP: each rank gathers the other ranks' K and V per layer (forward, and their gradients back),
     # 2 · b · s/cp · kv-width 16-bit values from each of the cp − 1 others.
     cp_comm = 0.0
@@ -140,16 +159,35 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         passes = 4 if layout.recompute == "full" else 3
         kv = shape.num_query_groups * shape.head_dim / layout.tp
         volume = 2 * 2 * layout.micro_batch_size * shape.seq_length / layout.cp * kv * (layout.cp - 1)
-        link = hw.intranode_gbps if layout.tp * layout.cp <= hw.gpus_per_node else hw.internode_gbps
-        cp_comm = passes * volume * shape.num_layers / layout.pp * m / (link * 1e9)
-    dp_comm = 0.0
+        link = hw.intranode_gbps if gpus_within(layout, 1, hw) else hw.internode_gbps
+        cp_comm = passes * volume * slowest_stage_layers(shape, layout) * m / (link * 1e9)
+    pp_comm = 0.0
+    if layout.pp > 1:
+        # each virtual stage sends its output forward and its input gradient back per micro-batch:
+        # b·s/cp·h 16-bit values, split over the tp ranks (Megatron's scatter/gather), on the
+        # inter-node link once the pipeline leaves the node (reference/estimates.md §3.6)
+        volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size / layout.tp
+        link = hw.intranode_gbps if gpus_within(layout, layout.pp, hw) else hw.internode_gbps
+        pp_comm = 2 * m * layout.vpp * (volume / (link * 1e9) + P2P_LATENCY_S)
+    dp_comm = zero3 = 0.0
     if layout.dp > 1:
         p = count_params(shape)
         stage_params = p.total / (layout.tp * layout.pp)
-        volume = 2 * (layout.dp - 1) / layout.dp * stage_params * 2
+        share = (layout.dp - 1) / layout.dp
+        # a ring all-reduce moves 2Ψ per GPU; ZeRO-3 reduce-scatters the gradients (Ψ) and
+        # all-gathers the 16-bit parameters for every micro-batch's forward and backward (2mΨ)
+        volume = (1 if layout.sharding == "zero3" else 2) * share * stage_params * 2
         dp_total = volume / (hw.internode_gbps * 1e9)
         backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
         dp_comm = max(dp_total - backward, dp_total / shape.num_layers)
-    step = compute + memory + bubble + tp_comm + cp_comm + dp_comm
+        if layout.sharding == "zero3":
+            gathers = 2 * m * share * stage_params * 2 / (hw.internode_gbps * 1e9)
+            zero3 = max(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
+    step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
-                       global_batch * shape.seq_length, gpus, hw.peak_tflops)
+                       pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops)
+
+
+def gpus_within(layout: Layout, extent: int, hw: Hardware) -> bool:
+    """Whether ``extent`` groups of tp × cp ranks fit in one node (their traffic stays on NVLink)."""
+    return layout.tp * layout.cp * extent <= hw.gpus_per_node

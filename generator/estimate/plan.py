@@ -46,7 +46,9 @@ class Estimate:
                                      "pipeline_bubble": round(p.bubble_s, 3),
                                      "tensor_parallel_comm": round(p.tp_comm_s, 3),
                                      "context_parallel_comm": round(p.cp_comm_s, 3),
-                                     "data_parallel_comm": round(p.dp_comm_s, 3)},
+                                     "data_parallel_comm": round(p.dp_comm_s, 3),
+                                     "pipeline_p2p": round(p.pp_comm_s, 3),
+                                     "zero3_gathers": round(p.zero3_gather_s, 3)},
                 "tokens_per_s": round(p.tokens_per_s), "tflops_per_gpu": round(p.tflops_per_gpu, 1),
                 "mfu": round(p.mfu, 4), "hfu": round(p.hfu, 4),
                 "train_days": round(seconds / 86400, 2),
@@ -55,18 +57,24 @@ class Estimate:
         return out
 
 
+def sharding_of(framework: str, distributed_optimizer: bool, zero_stage: int | None) -> str:
+    """How optimizer state (and more) is sharded: Megatron's distributed optimizer or a ZeRO stage."""
+    if framework == "megatron-lm":
+        return "distributed_optimizer" if distributed_optimizer else "none"
+    return f"zero{zero_stage or 0}"
+
+
 def layout_of(plan) -> Layout:
     s = plan.spec
-    if plan.framework == "megatron-lm":
-        sharding = "distributed_optimizer" if s.parallelism.distributed_optimizer else "none"
-    else:
-        sharding = f"zero{plan.zero_stage}"
+    sharding = sharding_of(plan.framework, s.parallelism.distributed_optimizer, plan.zero_stage)
     return Layout(tp=plan.tp, pp=plan.pp, cp=plan.cp, ep=plan.ep, etp=plan.etp, vpp=plan.vpp,
                   dp=plan.dp, micro_batch_size=plan.micro_batch_size,
                   num_microbatches=plan.gradient_accumulation_steps,
                   sequence_parallel=s.parallelism.sequence_parallel, recompute=s.training.recompute,
                   flash_attention=s.training.flash_attention, precision=s.training.precision,
-                  sharding=sharding, framework=plan.framework, offload=s.parallelism.zero_offload)
+                  sharding=sharding, framework=plan.framework, offload=s.parallelism.zero_offload,
+                  first_stage_layers=s.parallelism.first_stage_layers,
+                  last_stage_layers=s.parallelism.last_stage_layers)
 
 
 def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | None:

@@ -28,6 +28,8 @@ _VALUES = {
     "--moe-expert-parallel-size": ("parallelism.ep", int),
     "--expert-tensor-parallel-size": ("parallelism.etp", int),
     "--num-virtual-stages-per-pipeline-rank": ("parallelism.vpp", int),
+    "--decoder-first-pipeline-num-layers": ("parallelism.first_stage_layers", int),
+    "--decoder-last-pipeline-num-layers": ("parallelism.last_stage_layers", int),
     "--zero-stage": ("parallelism.zero_stage", int),
     "--micro-batch-size": ("batch.micro_batch_size", int),
     "--global-batch-size": ("batch.global_batch_size", int),

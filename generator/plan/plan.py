@@ -175,6 +175,9 @@ class Plan:
                           warmup_iters=self.schedule.warmup_iters)
         if self.gpu["gres"]:
             values["gpus_per_node"] = s.cluster.gpus_per_node
+        for key in ("first_stage_layers", "last_stage_layers"):
+            if getattr(p, key) is not None:
+                values[key] = getattr(p, key)
         for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
                     "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
                     "position_embedding"):
@@ -200,6 +203,8 @@ class Plan:
                         "gpu": s.cluster.gpu, "world_size": self.world_size},
             "parallelism": {"tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep,
                             "etp": self.etp, "vpp": self.vpp, "dp": self.dp,
+                            "first_stage_layers": s.parallelism.first_stage_layers,
+                            "last_stage_layers": s.parallelism.last_stage_layers,
                             "expert_dp": self.expert_dp,
                             "sequence_parallel": s.parallelism.sequence_parallel,
                             "zero_stage": self.zero_stage,
@@ -229,6 +234,10 @@ class Plan:
             "launch": {"launcher": s.launch.launcher, "tasks_per_node": self.tasks_per_node,
                        "procs_per_node": self.procs_per_node,
                        "cuda_device_max_connections_1": self.cuda_device_max_connections_1},
+            **({"auto_plan": {"searched": list(s.auto.fields), "chosen": s.auto.chosen,
+                              "candidates_evaluated": s.auto.evaluated, "fitting": s.auto.fitting,
+                              "runner_up": s.auto.runner_up, "why": s.auto.why}}
+               if s.auto is not None else {}),
             **self.estimate().to_json(),
             "derivation": list(self.derivation),
             "notes": list(self.notes),
@@ -251,6 +260,8 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "cp": (p.cp, "parallelism.cp"), "ep": (p.ep, "parallelism.ep"),
         "etp": (p.etp or p.tp, "parallelism.etp" if p.etp else "parallelism.tp"),
         "vpp": (p.vpp, "parallelism.vpp"),
+        "first_stage_layers": (p.first_stage_layers, "parallelism.first_stage_layers"),
+        "last_stage_layers": (p.last_stage_layers, "parallelism.last_stage_layers"),
         "dp_given": (p.dp, "parallelism.dp"),
         "sequence_parallel": (p.sequence_parallel, "parallelism.sequence_parallel"),
         "zero_stage": (p.zero_stage, "parallelism.zero_stage"),
@@ -274,6 +285,15 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
     return {k: Fact(v, spec.where(where)) for k, (v, where) in values.items()}
 
 
+def batch_facts(facts: dict[str, Fact], solved) -> None:
+    """The solved batch into the facts the rules check (a token target becomes its own fact)."""
+    for key in ("micro_batch_size", "gradient_accumulation_steps", "global_batch_size"):
+        if facts[key].value is None and getattr(solved, key) is not None:
+            facts[key] = Fact(getattr(solved, key), DERIVED)
+    if solved.used_token_target:
+        facts["tokens_per_step_target"] = facts.pop("tokens_per_step")
+
+
 def resolve(spec: Spec) -> Plan:
     """The one consistent plan for ``spec``; PlanError lists every rule it breaks."""
     c, p, m = spec.cluster, spec.parallelism, spec.model
@@ -288,11 +308,7 @@ def resolve(spec: Spec) -> Plan:
         b = spec.batch
         solved = solve_batch(b.micro_batch_size, b.gradient_accumulation_steps,
                              b.global_batch_size, b.tokens_per_step, dp, m.seq_length)
-        for key in ("micro_batch_size", "gradient_accumulation_steps", "global_batch_size"):
-            if facts[key].value is None and getattr(solved, key) is not None:
-                facts[key] = Fact(getattr(solved, key), DERIVED)
-        if solved.used_token_target:
-            facts["tokens_per_step_target"] = facts.pop("tokens_per_step")
+        batch_facts(facts, solved)
         if None not in (solved.micro_batch_size, solved.gradient_accumulation_steps,
                         solved.global_batch_size):
             ramp = _batch_ramp(spec, solved.global_batch_size, facts)

@@ -44,6 +44,8 @@ _INT_FLAGS = {
     "--expert-model-parallel-size": "ep", "--moe-expert-parallel-size": "ep",
     "--expert-tensor-parallel-size": "etp", "--num-virtual-stages-per-pipeline-rank": "vpp",
     "--num-layers-per-virtual-pipeline-stage": "layers_per_virtual_stage",
+    "--decoder-first-pipeline-num-layers": "first_stage_layers",
+    "--decoder-last-pipeline-num-layers": "last_stage_layers",
     "--micro-batch-size": "micro_batch_size", "--global-batch-size": "global_batch_size",
     "--seq-length": "seq_length", "--max-position-embeddings": "max_position_embeddings",
     "--num-layers": "num_layers", "--hidden-size": "hidden_size",

@@ -28,25 +28,76 @@ def heads_tp(num_attention_heads: int, tp: int, num_query_groups: int | None = N
 
 @rule("GL009", "layers-not-divisible-by-pp",
       "Layers must divide evenly over the pipeline stages and their virtual stages.")
-def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None) -> str | None:
+def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None,
+              first_stage_layers: int | None = None, last_stage_layers: int | None = None) -> str | None:
     """Megatron-LM: ``Number of layers should be divisible by the pipeline-model-parallel size``
     (megatron-core ≤ 0.9 silently dropped the remainder), and with interleaving ``number of
     layers per pipeline stage must be divisible number of layers per virtual pipeline stage``.
+    With ``--decoder-first/last-pipeline-num-layers`` (uneven stages, core ≥ 0.9) the remaining
+    layers must divide evenly over the middle stages, and every stage's count by vpp.
     Megatron-DeepSpeed's pipeline engine balances layers itself, so this is megatron-lm only.
-    Fix: a pp (and vpp) that divides the layers.
+    Fix: a pp (and vpp) that divides the layers, or first/last stage layer counts.
 
     Example: --num-layers 95 with --pipeline-model-parallel-size 16."""
     if framework != "megatron-lm":
         return None
+    vpp = vpp or 1
+    if first_stage_layers is not None or last_stage_layers is not None:
+        return _uneven(num_layers, pp, vpp, first_stage_layers, last_stage_layers)
     if num_layers % pp:
         return (f"num_layers {num_layers} is not divisible by pp {pp}; use pp "
-                f"{or_list(nearest(divisors(num_layers), pp))}")
-    vpp = vpp or 1
+                f"{or_list(nearest(divisors(num_layers), pp))}, or first_stage_layers and "
+                "last_stage_layers")
     per_stage = num_layers // pp
     if per_stage % vpp == 0:
         return None
     return (f"num_layers {num_layers} / pp {pp} = {per_stage} layers per stage is not divisible "
             f"by vpp {vpp}; use vpp in {[d for d in divisors(per_stage) if d > 1] or [1]}")
+
+
+def _uneven(layers: int, pp: int, vpp: int, first: int | None, last: int | None) -> str | None:
+    given = [x for x in (first, last) if x is not None]
+    middle_stages = pp - len(given)
+    middle = layers - sum(given)
+    pairs = [(label, x) for label, x in (("first", first), ("last", last)) if x is not None]
+    if middle_stages < 0 or middle < 0 or bool(middle_stages) != bool(middle) or \
+            (middle_stages and middle % middle_stages):
+        return (f"num_layers {layers}{''.join(f' − {lb} {x}' for lb, x in pairs)} = {middle} "
+                f"layers do not divide over the "
+                f"{max(middle_stages, 0)} other stage(s) of pp {pp}")
+    counts = given + ([middle // middle_stages] if middle_stages else [])
+    if any(c % vpp for c in counts):
+        named = ", ".join(f"{lb} {x}" for lb, x in pairs)
+        return f"stage layer counts {counts} (pp {pp}, {named}) are not all divisible by vpp {vpp}"
+    return None
+
+
+def uneven_split(layers: int, pp: int, vpp: int = 1) -> int | None:
+    """The layers of the first and of the last stage when pp does not divide the layers: the
+    most that leaves the rest dividing evenly over the middle stages and no more than a middle
+    stage holds (Llama 3 405B: 126 layers on 16 stages = 7 + 14 × 8 + 7); None if there is none."""
+    if pp < 3:
+        return None
+    for k in range(layers // pp, 0, -1):
+        middle, rest = divmod(layers - 2 * k, pp - 2)
+        if rest == 0 and k <= middle and k % vpp == 0 and middle % vpp == 0:
+            return k
+    return None
+
+
+@rule("GL214", "uneven-pipeline-without-megatron-lm",
+      "First and last stage layer counts (uneven pipelines) are Megatron-LM options.")
+def uneven_framework(framework: str, first_stage_layers: int | None = None,
+                     last_stage_layers: int | None = None) -> str | None:
+    """``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` exist in
+    Megatron-LM (megatron-core ≥ 0.9); DeepSpeed's pipeline engine partitions the layers itself.
+    Fix: leave first_stage_layers and last_stage_layers out, or framework megatron-lm.
+
+    Example: first_stage_layers 7 with framework megatron-deepspeed."""
+    if framework == "megatron-lm" or (first_stage_layers is None and last_stage_layers is None):
+        return None
+    return (f"first_stage_layers / last_stage_layers are not supported by {framework}; DeepSpeed's "
+            "pipeline engine balances the layers itself")
 
 
 @rule("GL010", "sequence-parallel-without-tp", "Sequence parallelism does nothing at tp 1.",

@@ -60,6 +60,8 @@ class Parallelism:
     distributed_optimizer: bool
     dp: int | None
     zero_offload: str
+    first_stage_layers: int | None = None  # uneven pipelines (megatron-lm)
+    last_stage_layers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ class Spec:
     doc: Document = field(repr=False, compare=False)
     stage: str | None = None  # the stage this spec is (stages: see stage_specs)
     stage_names: tuple[str, ...] = ()
+    auto: Any = field(default=None, repr=False, compare=False)  # autoplan.AutoPlan when searched
 
     def where(self, dotted: str) -> str:
         """Where a field's value came from: ``file:line:col``, ``preset NAME`` or ``default``."""
@@ -186,6 +189,11 @@ def _has_path(data: Any, path: list[str]) -> bool:
 def load_spec(path: Path, display: str | None = None, overrides: tuple[str, ...] = ()) -> Spec:
     """Read (with its `extends` chain and `--set` overrides), schema-check and type a spec file.
     Raises UserError with a location."""
+    return build_spec(load_document(path, display, overrides))
+
+
+def load_document(path: Path, display: str | None = None, overrides: tuple[str, ...] = ()) -> Document:
+    """The spec file as a schema-checked document (its layers merged), not yet typed."""
     from generator.spec.overlay import load_layers
 
     display = display or str(path)
@@ -195,7 +203,7 @@ def load_spec(path: Path, display: str | None = None, overrides: tuple[str, ...]
         raise UserError(f"$: a spec is a mapping of sections (name, framework, cluster, model, "
                         f"parallelism, batch, training, ...), got {kind}", doc.locate([]))
     validate(doc)
-    return build_spec(doc)
+    return doc
 
 
 STAGE_RUN_LENGTH = ("train_tokens", "train_iters", "train_samples")
@@ -223,6 +231,14 @@ def stage_specs(spec: Spec) -> list[Spec]:
 
 
 def build_spec(doc: Document) -> Spec:
+    """The typed spec; fields left to auto-plan (``auto`` or a list) are chosen first."""
+    from generator.autoplan.space import searched
+
+    auto = None
+    if searched(doc.data) and not doc.data.get("sweep"):
+        from generator.autoplan import choose
+
+        doc, auto = choose(doc)
     data = _with_defaults(doc.data, spec_schema())
 
     def count(section: str, key: str) -> int | None:
@@ -286,6 +302,7 @@ def build_spec(doc: Document) -> Spec:
         source=doc.file,
         doc=doc,
         stage_names=tuple(st["name"] for st in data.get("stages") or ()),
+        auto=auto,
     )
 
 

@@ -71,7 +71,20 @@ def _errors(doc: Document) -> Iterator[UserError]:
                     doc.locate([*path, key], key=True),
                 )
             continue
+        specific = _matching_branch(err)
+        if specific is not None:  # e.g. tp: -2 is an integer that breaks the integer branch
+            err, path = specific, list(specific.absolute_path)
+            where = json_path(path)
         yield UserError(f"{where}: {_message(err)}", doc.locate(path))
+
+
+def _matching_branch(err: Any) -> Any:
+    """For an anyOf (integer | "auto" | list) whose value has the right type for one branch, that
+    branch's own error (a minimum, an item) rather than the summary of all branches."""
+    if err.validator != "anyOf" or not err.context:
+        return None
+    relevant = [e for e in err.context if e.validator not in ("type", "const", "enum") or e.path]
+    return relevant[0] if len(relevant) == 1 else None
 
 
 def _message(err: Any) -> str:
@@ -81,7 +94,8 @@ def _message(err: Any) -> str:
         err.validator in ("oneOf", "anyOf", "pattern", "not") else None
     got = _shown(err.instance)
     if custom:
-        return f"{custom}; got {got}"
+        hint = _did_you_mean(err.instance, ["auto"]) if isinstance(err.instance, str) else ""
+        return f"{custom}; got {got}{hint}"
     if err.validator == "required":
         missing = err.message.split("'")[1]
         return f"missing required key {missing!r}"

@@ -1,0 +1,44 @@
+"""Print auto-plan's speed: the exhaustive search for Llama-3.1-405B on 16,384 H100 (tp, pp with
+uneven splits, cp, vpp, micro batch, recompute, distributed optimizer) and `gen-launch plan` end
+to end (a benchmark prints numbers; tests never time).
+
+    python benchmarks/bench_autoplan.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ["llama3.1-405b-auto.yaml"]
+
+
+def main() -> None:
+    sys.path.insert(0, str(ROOT))
+    from generator.autoplan import run_search
+    from generator.spec.model import load_document
+
+    for name in SAMPLES:
+        doc = load_document(ROOT / "samples" / name)
+        runs = [run_search(doc, keep=10)[2] for _ in range(5)]
+        result = min(runs, key=lambda r: r.seconds)
+        print(f"{name}: {result.layouts:,} layouts pass the rules, {result.evaluated:,} candidates "
+              f"estimated, {result.fitting:,} fit")
+        print(f"  search (best of 5, incl. resolving the top 10): {result.seconds * 1000:7.1f} ms, "
+              f"{result.per_second:,.0f} candidates/s (median "
+              f"{statistics.median(r.seconds for r in runs) * 1000:.1f} ms)")
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "generator", "plan", str(ROOT / "samples" / name)],
+                           check=True, capture_output=True)
+            times.append(time.perf_counter() - start)
+        print(f"  gen-launch plan, whole process (median of 5): {statistics.median(times) * 1000:7.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

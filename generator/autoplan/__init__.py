@@ -1,0 +1,78 @@
+"""Auto-plan: a spec may leave tp, pp, cp, ep, vpp, zero_stage, distributed_optimizer,
+micro_batch_size and recompute to ``auto`` (or a list); the search (search.py) finds every
+layout the calculator's rules allow, estimates memory and step time, and the fastest layout that
+fits is used. `gen-launch plan` prints the ranking (report.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from generator.autoplan.search import Candidate, Search, search
+from generator.autoplan.space import domains, placeholders, searched
+from generator.errors import UserError
+from generator.spec.load import Document, load_yaml
+
+
+@dataclass(frozen=True)
+class AutoPlan:
+    """How a spec's auto fields were chosen (recorded in plan.json and explain)."""
+
+    fields: tuple[str, ...]  # the dotted paths that were searched
+    chosen: dict[str, Any]
+    evaluated: int
+    fitting: int
+    runner_up: dict[str, Any] | None
+    why: str
+
+
+def run_search(doc: Document, keep: int = 10) -> tuple[Any, dict[str, Any], Search]:
+    """(template spec, {searched path: "auto" or list}, the search) for a spec with auto fields."""
+    from generator.spec.model import build_spec
+
+    given = searched(doc.data)
+    template = build_spec(Document(doc.file, placeholders(doc.data), doc.root, doc.digest))
+    return template, given, search(template, domains(given, template), keep)
+
+
+def choose(doc: Document) -> tuple[Document, AutoPlan]:
+    """``doc`` with its auto fields set to the best layout; UserError when nothing fits."""
+    from generator.autoplan.report import nothing_fits, why_best
+
+    template, given, result = run_search(doc, keep=2)
+    if not result.ranked:
+        raise UserError(nothing_fits(template, given, result), doc.locate([]))
+    best = result.ranked[0]
+    values = _chosen(best, given, template)
+    runner = result.ranked[1] if len(result.ranked) > 1 else None
+    record = AutoPlan(tuple(given), values, result.evaluated, result.fitting,
+                      _chosen(runner, given, template) if runner else None,
+                      why_best(result.ranked))
+    return _with(doc, values), record
+
+
+def _chosen(candidate: Candidate, given: dict[str, Any], template) -> dict[str, Any]:
+    """The searched fields' values (sequence parallelism too, when the spec left it open)."""
+    values = candidate.values()
+    out = {path: values[path] for path in given}
+    fixed = template.doc.data.get("parallelism") or {}
+    if "sequence_parallel" not in fixed and "parallelism.tp" in given:
+        out["parallelism.sequence_parallel"] = candidate.sequence_parallel
+    for key in ("first_stage_layers", "last_stage_layers"):  # an uneven split the search chose
+        if key not in fixed and getattr(candidate, key) is not None:
+            out[f"parallelism.{key}"] = getattr(candidate, key)
+    return out
+
+
+def _with(doc: Document, values: dict[str, Any]) -> Document:
+    """The document with the chosen values in place of auto (located at "<file> (auto-plan)")."""
+    from generator.spec.overlay import merge
+
+    tree: dict = {}
+    for dotted, value in values.items():
+        section, key = dotted.split(".")
+        tree.setdefault(section, {})[key] = value
+    chosen = merge(doc, load_yaml(yaml.safe_dump(tree, sort_keys=False), f"{doc.file} (auto-plan)"))
+    return Document(doc.file, chosen.data, chosen.root, doc.digest)

@@ -1,0 +1,91 @@
+"""Which spec fields auto-plan may choose, and the values it tries for each.
+
+A field is searched when the spec gives ``auto`` (the default range below) or a list (exactly
+those values); every other field stays as the spec gives it. The default ranges are the usual
+bounds (tp within a node, pp up to the layer count, power-of-two cp); the structural rules then
+prune them (generator/autoplan/search.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.rules.suggest import divisors
+
+# dotted path -> the placeholder a template spec gets while the field is searched
+FIELDS = {
+    "parallelism.tp": 1, "parallelism.pp": 1, "parallelism.cp": 1, "parallelism.ep": 1,
+    "parallelism.vpp": 1, "parallelism.zero_stage": None, "parallelism.distributed_optimizer": False,
+    "batch.micro_batch_size": None, "training.recompute": "none",
+}
+MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # NeMo AutoConfigurator tries 1-8
+CONTEXT_PARALLEL = (1, 2, 4, 8, 16, 32)
+
+
+def _get(data: dict, dotted: str) -> Any:
+    section, key = dotted.split(".")
+    return (data.get(section) or {}).get(key)
+
+
+def searched(data: dict) -> dict[str, Any]:
+    """{dotted path: "auto" or the list given} for every field the spec leaves to auto-plan."""
+    out = {}
+    for path in FIELDS:
+        value = _get(data, path)
+        if value == "auto" or isinstance(value, list):
+            out[path] = value
+    return out
+
+
+def placeholders(data: dict) -> dict:
+    """A copy of the spec data with each searched field at its placeholder (a valid template)."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    for path in searched(data):
+        section, key = path.split(".")
+        out[section][key] = FIELDS[path]
+        if FIELDS[path] is None:
+            del out[section][key]
+    return out
+
+
+KEYS = {"tp": "parallelism.tp", "pp": "parallelism.pp", "cp": "parallelism.cp",
+        "ep": "parallelism.ep", "vpp": "parallelism.vpp", "zero_stage": "parallelism.zero_stage",
+        "distributed_optimizer": "parallelism.distributed_optimizer",
+        "micro_batch_size": "batch.micro_batch_size", "recompute": "training.recompute"}
+
+
+def domains(given: dict[str, Any], spec) -> dict[str, list]:
+    """The values to try per field: "auto" -> the default range, a list -> the list, a field
+    the spec fixes -> its one value (``spec`` is the template, fixed fields as given)."""
+    c, m, p, fw = spec.cluster, spec.model, spec.parallelism, spec.framework
+    world = c.nodes * c.gpus_per_node
+    megatron = fw != "deepspeed"
+    default = {
+        "tp": divisors(c.gpus_per_node) if megatron else [1],  # within a node; DeepSpeed has no tp
+        # pp dividing the world, at most the layers; DeepSpeed's pipeline engine only when listed
+        "pp": [d for d in divisors(world) if d <= m.num_layers] if megatron else [1],
+        "cp": [x for x in CONTEXT_PARALLEL if x <= world] if fw != "megatron-deepspeed" else [1],
+        "ep": divisors(m.num_experts) if m.num_experts else [1],
+        "vpp": ["auto"] if fw == "megatron-lm" else [1],  # per pp: see virtual_stages
+        "zero_stage": [0, 1, 2, 3] if fw != "megatron-lm" else [None],
+        "distributed_optimizer": [False, True] if fw == "megatron-lm" else [False],
+        "micro_batch_size": list(MICRO_BATCHES),
+        "recompute": ["none", "selective", "full"],
+    }
+    fixed = {"tp": p.tp, "pp": p.pp, "cp": p.cp, "ep": p.ep, "vpp": p.vpp, "zero_stage": p.zero_stage,
+             "distributed_optimizer": p.distributed_optimizer,
+             "micro_batch_size": spec.batch.micro_batch_size, "recompute": spec.training.recompute}
+    out = {}
+    for key, path in KEYS.items():
+        value = given.get(path)
+        out[key] = default[key] if value == "auto" else list(value) if isinstance(value, list) \
+            else [fixed[key]]
+    return out
+
+
+def virtual_stages(choice: list, layers_per_stage: int, pp: int) -> list[int]:
+    """vpp values for one pp: "auto" means every divisor of the stage's layers (interleaving
+    needs pp > 1); a list is taken as given."""
+    if choice != ["auto"]:
+        return choice
+    return divisors(layers_per_stage) if pp > 1 else [1]
