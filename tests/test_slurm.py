@@ -1,5 +1,6 @@
 """Real Slurm: every sample's launch.sbatch passes `sbatch --test-only` on a 128-node simulated
-cluster, and three end-to-end jobs run on two simulated nodes: torchrun and the DeepSpeed
+cluster (a sample for more nodes, such as the 16,384-GPU one, is refused as it is and checked
+rendered for 128 nodes), and three end-to-end jobs run on two simulated nodes: torchrun and the DeepSpeed
 launcher training with DeepSpeed on CPU (the cpu sample), and the srun style (one task per
 process) that Megatron-LM uses. Start the cluster with `scripts/slurm-cluster.sh start`
 (.ci/run does); without it these tests skip locally and fail in CI."""
@@ -26,6 +27,7 @@ from .conftest import ROOT, SAMPLES
 
 pytestmark = pytest.mark.slurm
 JOB_TIMEOUT_S = 240
+CLUSTER_NODES = int(os.environ.get("SLURM_CI_NODES", "128"))  # scripts/slurm-cluster.sh
 HOSTILE_ARGS = ["$(touch pwned)", "`touch pwned`", "a; touch pwned", "it's \"quoted\"", "new\nline", "*"]
 
 
@@ -46,8 +48,9 @@ def slurm() -> None:
         pytest.skip(message)
 
 
-def write_files(spec_path: Path, folder: Path, display: str | None = None) -> dict:
-    plan = resolve(load_spec(spec_path, display))
+def write_files(spec_path: Path, folder: Path, display: str | None = None,
+                overrides: tuple[str, ...] = ()) -> dict:
+    plan = resolve(load_spec(spec_path, display, overrides))
     files = render_all(plan)
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
@@ -57,7 +60,14 @@ def write_files(spec_path: Path, folder: Path, display: str | None = None) -> di
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
 def test_sbatch_test_only(slurm, sample: Path, tmp_path: Path) -> None:
-    write_files(sample, tmp_path, f"samples/{sample.name}")
+    overrides: tuple[str, ...] = ()
+    if load_spec(sample).cluster.nodes > CLUSTER_NODES:
+        write_files(sample, tmp_path / "as-is", f"samples/{sample.name}")
+        proc = subprocess.run(["sbatch", "--test-only", "launch.sbatch"], cwd=tmp_path / "as-is",
+                              capture_output=True, text=True, check=False)
+        assert proc.returncode != 0 and "node" in proc.stderr.lower(), proc.stderr
+        overrides = (f"cluster.nodes={CLUSTER_NODES}",)
+    write_files(sample, tmp_path, f"samples/{sample.name}", overrides)
     proc = subprocess.run(["sbatch", "--test-only", "launch.sbatch"], cwd=tmp_path,
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr

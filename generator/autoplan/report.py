@@ -50,14 +50,19 @@ def summary(spec, result: Search) -> str:
     c = spec.cluster
     rejected = ", ".join(f"{code} {n:,}" for code, n in result.rejected.most_common())
     lines = [f"{spec.name}: {spec.framework} on {c.nodes} × {c.gpus_per_node} {c.gpu}",
-             f"{result.layouts:,} layouts pass the structural rules (rejections by rule, each "
-             f"pruning what lies below it: {rejected or 'none'}); {result.evaluated:,} candidates "
-             f"estimated (× recompute choices), {result.fitting:,} fit; {result.seconds:.3f} s, "
-             f"{result.per_second:,.0f} candidates/s"]
+             f"{_count(result.layouts, 'layout')} {'passes' if result.layouts == 1 else 'pass'} "
+             f"the structural rules (rejections by rule, "
+             f"each pruning what lies below it: {rejected or 'none'}); "
+             f"{_count(result.evaluated, 'candidate')} estimated (× recompute choices), "
+             f"{result.fitting:,} fit; {result.seconds:.3f} s, {result.per_second:,.0f} candidates/s"]
     if result.refused:
         lines.append("refused by the calculator after estimating: " +
                      ", ".join(f"{code} {n}" for code, n in result.refused.items()))
     return "\n".join(lines)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def why_best(ranked: list[Candidate]) -> str:
