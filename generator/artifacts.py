@@ -18,7 +18,8 @@ def spec_files(spec, wanted: str | None = None) -> tuple[dict[str, str], list[st
 
 
 def _reports(plans: list) -> list[str]:
-    return [f"warning: {w}" for p in plans for w in p.warnings] + \
+    auto = [f"note: {p.spec.auto.summary}" for p in plans if p.spec.auto is not None]
+    return [f"warning: {w}" for p in plans for w in p.warnings] + auto + \
         [f"note: {n}" for p in plans for n in p.notes]
 
 

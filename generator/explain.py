@@ -9,9 +9,7 @@ from generator.units import human
 def _auto_lines(auto) -> list[str]:
     if auto is None:
         return []
-    chosen = ", ".join(f"{path.split('.')[1]} {value}" for path, value in auto.chosen.items())
-    return [f"  chosen by auto-plan from {auto.evaluated:,} candidates ({auto.fitting:,} fit): "
-            f"{chosen}", f"  {auto.why}"]
+    return [f"  {auto.summary}", f"  {auto.why}"]
 
 
 def explain_text(plan: Plan) -> str:

@@ -253,6 +253,14 @@ def test_generate_records_the_choice(tmp_path: Path) -> None:
     assert "chosen by auto-plan from" in explained
 
 
+def test_errors_of_the_fixed_values_are_reported_before_searching(tmp_path: Path) -> None:
+    data = spec_dict(model={"max_position_embeddings": 1024}, parallelism={"tp": "auto"})
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = runner.invoke(app, ["plan", str(path)])
+    assert result.exit_code == 2 and "GL205" in result.stderr and "spec.yaml:" in result.stderr
+
+
 def test_auto_values_are_checked_by_the_schema(tmp_path: Path) -> None:
     data = spec_dict(parallelism={"tp": "autoo", "pp": [1, -2]}, training={"recompute": ["sometimes"]})
     path = tmp_path / "spec.yaml"

@@ -27,6 +27,12 @@ class AutoPlan:
     runner_up: dict[str, Any] | None
     why: str
 
+    @property
+    def summary(self) -> str:
+        chosen = ", ".join(f"{path.split('.')[1]} {str(v).lower() if isinstance(v, bool) else v}"
+                           for path, v in self.chosen.items())
+        return f"chosen by auto-plan from {self.evaluated:,} candidates ({self.fitting:,} fit): {chosen}"
+
 
 def run_search(doc: Document, keep: int = 10) -> tuple[Any, dict[str, Any], Search]:
     """(template spec, {searched path: "auto" or list}, the search) for a spec with auto fields."""

@@ -114,10 +114,15 @@ class _Rules:
         self.static = {k: v for k, v in static.items() if k not in VARYING}
         self.cache: dict[tuple, Finding | None] = {}
         self.by_level: list[list[tuple[Any, tuple[str, ...]]]] = [[] for _ in range(5)]
+        self.fixed: list[Finding] = []  # errors of the fixed values alone: no layout helps
         for rule in RULES.values():
+            if rule.severity != "error":
+                continue
             names = tuple(n for n in (*rule.needs, *rule.optional) if n in _LEVEL)
-            if names and rule.severity == "error":
+            if names:
                 self.by_level[max(_LEVEL[n] for n in names)].append((rule, names))
+            elif (finding := rule.run(self.static)) is not None:
+                self.fixed.append(finding)
 
     def first_error(self, level: int, varying: dict[str, Any]) -> Finding | None:
         for rule, names in self.by_level[level]:
@@ -141,7 +146,10 @@ def search(spec, choices: dict[str, list], keep: int = 10) -> Search:
     hardware = hardware_of(gpu, spec.training.precision, spec.cluster.gpus_per_node)
     shape = Shape.of(spec.model)
     fitting: list[Candidate] = []
-    for v in _layouts(spec, choices, _Rules(spec_facts(spec)), out):
+    rules = _Rules(spec_facts(spec))
+    if rules.fixed:
+        raise PlanError(rules.fixed)
+    for v in _layouts(spec, choices, rules, out):
         out.layouts += 1
         for recompute in choices["recompute"]:
             candidate = _estimate(spec, shape, v, recompute, capacity, hardware)

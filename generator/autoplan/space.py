@@ -12,11 +12,13 @@ from typing import Any
 
 from generator.rules.suggest import divisors
 
-# dotted path -> the placeholder a template spec gets while the field is searched
+# short name -> (dotted path, the placeholder a template spec holds while the field is searched)
 FIELDS = {
-    "parallelism.tp": 1, "parallelism.pp": 1, "parallelism.cp": 1, "parallelism.ep": 1,
-    "parallelism.vpp": 1, "parallelism.zero_stage": None, "parallelism.distributed_optimizer": False,
-    "batch.micro_batch_size": None, "training.recompute": "none",
+    "tp": ("parallelism.tp", 1), "pp": ("parallelism.pp", 1), "cp": ("parallelism.cp", 1),
+    "ep": ("parallelism.ep", 1), "vpp": ("parallelism.vpp", 1),
+    "zero_stage": ("parallelism.zero_stage", None),
+    "distributed_optimizer": ("parallelism.distributed_optimizer", False),
+    "micro_batch_size": ("batch.micro_batch_size", None), "recompute": ("training.recompute", "none"),
 }
 MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # NeMo AutoConfigurator tries 1-8
 CONTEXT_PARALLEL = (1, 2, 4, 8, 16, 32)
@@ -30,7 +32,7 @@ def _get(data: dict, dotted: str) -> Any:
 def searched(data: dict) -> dict[str, Any]:
     """{dotted path: "auto" or the list given} for every field the spec leaves to auto-plan."""
     out = {}
-    for path in FIELDS:
+    for path, _ in FIELDS.values():
         value = _get(data, path)
         if value == "auto" or isinstance(value, list):
             out[path] = value
@@ -40,18 +42,13 @@ def searched(data: dict) -> dict[str, Any]:
 def placeholders(data: dict) -> dict:
     """A copy of the spec data with each searched field at its placeholder (a valid template)."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    placeholder = dict(FIELDS.values())
     for path in searched(data):
         section, key = path.split(".")
-        out[section][key] = FIELDS[path]
-        if FIELDS[path] is None:
+        out[section][key] = placeholder[path]
+        if placeholder[path] is None:
             del out[section][key]
     return out
-
-
-KEYS = {"tp": "parallelism.tp", "pp": "parallelism.pp", "cp": "parallelism.cp",
-        "ep": "parallelism.ep", "vpp": "parallelism.vpp", "zero_stage": "parallelism.zero_stage",
-        "distributed_optimizer": "parallelism.distributed_optimizer",
-        "micro_batch_size": "batch.micro_batch_size", "recompute": "training.recompute"}
 
 
 def domains(given: dict[str, Any], spec) -> dict[str, list]:
@@ -76,7 +73,7 @@ def domains(given: dict[str, Any], spec) -> dict[str, list]:
              "distributed_optimizer": p.distributed_optimizer,
              "micro_batch_size": spec.batch.micro_batch_size, "recompute": spec.training.recompute}
     out = {}
-    for key, path in KEYS.items():
+    for key, (path, _) in FIELDS.items():
         value = given.get(path)
         out[key] = default[key] if value == "auto" else list(value) if isinstance(value, list) \
             else [fixed[key]]

@@ -192,7 +192,8 @@ def alternatives(shape: Shape, layout: Layout, capacity_gib: float,
                                                         sequence_parallel=True)))
     if layout.dp % 2 == 0 and shape.num_layers % (2 * layout.pp) == 0:
         options.append((f"pp {2 * layout.pp}", replace(layout, pp=2 * layout.pp, dp=layout.dp // 2,
-                                                        num_microbatches=layout.num_microbatches * 2)))
+                                                        num_microbatches=layout.num_microbatches * 2,
+                                                        first_stage_layers=None, last_stage_layers=None)))
     current = estimate_memory(shape, layout, capacity_gib).total
     results = [(label, estimate_memory(shape, option, capacity_gib)) for label, option in options]
     return sorted(((label, m) for label, m in results if m.total < current),
