@@ -6,6 +6,20 @@ from generator.plan.plan import Plan
 from generator.units import human
 
 
+def _data_lines(plan: Plan) -> list[str]:
+    d = plan.data_json()
+    if not d["packing"] and not d["average_sequence_length"]:
+        return []
+    lines = ["  packing: documents packed into each sequence, attention and positions reset at each "
+             "end of document" if d["packing"] else "  packing: off (one document per sequence, padded)"]
+    if d["average_sequence_length"]:
+        packed, padded = d["data_tokens_per_step_packed"], d["data_tokens_per_step_padded"]
+        lines.append(f"  data tokens per step: {packed:,} packed vs {padded:,} padded at an average "
+                     f"document of {d['average_sequence_length']:,} tokens ({padded / packed:.0%} of the "
+                     f"step's compute on data when padded)")
+    return lines
+
+
 def _auto_lines(auto) -> list[str]:
     if auto is None:
         return []
@@ -30,6 +44,7 @@ def explain_text(plan: Plan) -> str:
         f"  {plan.gradient_accumulation_steps} micro-batches of {plan.micro_batch_size} per "
         f"data-parallel rank per step ({plan.batch_how})",
         *_auto_lines(s.auto),
+        *_data_lines(plan),
         "",
         "Schedule",
         (f"  {plan.schedule.train_iters:,} steps × {plan.tokens_per_step:,} tokens = "

@@ -87,11 +87,16 @@ def state_bytes_per_param(precision: str, sharding: str, dp: int) -> tuple[float
     16-bit params and grads, K = 12 bytes of optimizer state; stage 1 shards the optimizer, 2 also
     the gradients, 3 also the weights.
     """
-    if sharding.startswith("zero"):
+    if sharding.startswith("zero"):  # (fp8 is refused for DeepSpeed: GL215)
         weight, grad, opt = (4.0, 4.0, 8.0) if precision == "fp32" else (2.0, 2.0, 12.0)
         stage = int(sharding[-1])
         return (weight / dp if stage >= 3 else weight, grad / dp if stage >= 2 else grad,
                 opt / dp if stage >= 1 else opt)
+    if precision == "fp8":
+        # Transformer Engine: with --fp8-param-gather (rendered with the distributed optimizer)
+        # the parameters live in FP8, else in bf16 plus the FP8 copy its GEMMs use
+        weight = 1.0 if sharding == "distributed_optimizer" else 3.0
+        return weight, 4.0, 12.0 / dp if sharding == "distributed_optimizer" else 12.0
     weight, grad, opt = {"bf16": (2.0, 4.0, 12.0), "fp16": (2.0, 2.0, 16.0),
                          "fp32": (4.0, 4.0, 8.0)}[precision]
     return weight, grad, opt / dp if sharding == "distributed_optimizer" else opt
@@ -103,13 +108,16 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout) -> float:
     sequence-parallel form 34/t, plus the attention core 5·a·s/(h·t) unless it is recomputed
     (selective) or never stored (flash attention); full recompute keeps only the layer input 2sbh.
     The 24 (and 34) follow the FFN width as Megatron's estimator does (18 + 4f/h = 34 at f = 4h);
-    gating (SwiGLU) and GQA are not modelled, as there. CP divides the sequence."""
+    gating (SwiGLU) and GQA are not modelled, as there. CP divides the sequence. With FP8,
+    Transformer Engine stores the inputs of the QKV, projection and both MLP GEMMs in one byte."""
     s = shape.seq_length / layout.cp
     b, h, a, t = layout.micro_batch_size, shape.hidden_size, shape.num_attention_heads, layout.tp
     if layout.recompute == "full":
         return 2 * s * b * h / (t if layout.sequence_parallel else 1)
     split = 8 + 4 * shape.ffn_hidden_size / h  # 24 at f = 4h: what tensor parallelism divides
     per = (10 + split) / t if layout.sequence_parallel else 10 + split / t
+    if layout.precision == "fp8":  # the four GEMM inputs kept in FP8: 1 byte saved per element
+        per -= 2 / (t if layout.sequence_parallel else 1) + (1 + shape.ffn_hidden_size / h) / t
     core = 0.0 if layout.recompute == "selective" or layout.flash_attention else 5 * a * s / (h * t)
     return s * b * h * (per + core)
 

@@ -80,7 +80,9 @@ def layout_of(plan) -> Layout:
 def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | None:
     if not gpu.get("bf16_tflops") or not gpu.get("efficiency"):
         return None
-    peak = gpu["bf16_tflops"] / (2 if precision == "fp32" else 1)  # TF32 dense is half of BF16
+    # TF32 dense is half of BF16; FP8 runs are measured against the BF16 peak (as Llama 3 and
+    # DeepSeek-V3 report MFU), their GEMM gain is in the step time
+    peak = gpu["bf16_tflops"] / (2 if precision == "fp32" else 1)
     return Hardware(peak, gpu["efficiency"], gpu["hbm_tbps"], gpu["intranode_gbps"],
                     gpu["internode_gbps"], gpus_per_node)
 

@@ -149,6 +149,9 @@ def _from_plan(draft: Draft, plan: dict, framework: str) -> None:
         if f"training.{key}" in draft.marks and key in training:
             draft.set(f"training.{key}", training[key])
             del draft.marks[f"training.{key}"]
+    average = (plan.get("data") or {}).get("average_sequence_length")
+    if average:  # only explain uses it
+        draft.set("data.average_sequence_length", average)
     schedule = plan.get("schedule") or {}
     if framework == "deepspeed" and draft.get("training.decay") != "cosine" and \
             isinstance(schedule.get("min_lr"), int | float):

@@ -61,15 +61,19 @@ _SWITCHES = {
     "--recompute-activations": ("training.recompute", "selective"),
     "--group-query-attention": None, "--deepspeed": None,
 }
+_PACKING = ("--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss")
 # read below, with the other values in view
 _OTHERS = {"--adam-beta1": 1, "--adam-beta2": 1, "--lr-warmup-iters": 1, "--lr-warmup-samples": 1,
            "--lr-warmup-fraction": 1, "--lr-decay-iters": 1, "--lr-decay-samples": 1,
            "--lr-wsd-decay-style": 1, "--lr-wsd-decay-iters": 1, "--lr-wsd-decay-samples": 1,
            "--recompute-method": 1, "--recompute-num-layers": 1, "--rampup-batch-size": 3,
            "--step-batch-size-schedule": 1, "--deepspeed_config": 1, "--deepspeed-config": 1,
-           "--num-layers-per-virtual-pipeline-stage": 1}
+           "--num-layers-per-virtual-pipeline-stage": 1, "--fp8-format": 1,
+           "--fp8-amax-history-len": 1, "--fp8-amax-compute-algo": 1, "--fp8-param-gather": 0}
+# the FP8 settings the generator renders for precision fp8 (templates/megatron_args.sh.j2)
+_FP8 = {"--fp8-format": "hybrid", "--fp8-amax-history-len": "1024", "--fp8-amax-compute-algo": "max"}
 _ARITY = {**dict.fromkeys(_VALUES, 1), **dict.fromkeys(_CHOICES, 1), **dict.fromkeys(_SWITCHES, 0),
-          **_OTHERS}
+          **dict.fromkeys(_PACKING, 0), **_OTHERS}
 
 # Megatron's own defaults for what a hand-written script leaves out (arguments.py), where
 # they differ from the spec's defaults.
@@ -140,6 +144,19 @@ def read_megatron(words: list[str | None], draft: Draft) -> list[str | None]:
     if "--adam-beta1" in known or "--adam-beta2" in known:
         draft.set("training.adam_betas", [value("--adam-beta1", float) or 0.9,
                                           value("--adam-beta2", float) or 0.999])
+    if "--fp8-format" in known:
+        draft.set("training.precision", "fp8")
+        differ = [f"{flag} {known[flag][0]}" for flag, rendered in _FP8.items()
+                  if flag in known and known[flag][0] != rendered]
+        if differ:
+            draft.marks["training.precision"] = (f"the files use {', '.join(differ)}; precision fp8 "
+                                                 f"renders {' '.join(f'{k} {v}' for k, v in _FP8.items())}")
+    packing = [flag for flag in _PACKING if flag in known]
+    if packing:
+        draft.set("data.packing", True)
+        if len(packing) < len(_PACKING):
+            draft.marks["data.packing"] = (f"the files give only {', '.join(packing)}; packing renders "
+                                           f"all of {', '.join(_PACKING)}")
     _vpp(known, draft)
     _recompute(known, draft)
     _schedule(known, draft)

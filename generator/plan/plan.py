@@ -178,6 +178,8 @@ class Plan:
         for key in ("first_stage_layers", "last_stage_layers"):
             if getattr(p, key) is not None:
                 values[key] = getattr(p, key)
+        if s.data.packing and self.uses_megatron:
+            values.update(reset_position_ids=True, reset_attention_mask=True, eod_mask_loss=True)
         for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
                     "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
                     "position_embedding"):
@@ -191,6 +193,16 @@ class Plan:
 
             object.__setattr__(self, "_estimate", estimate_plan(self))
         return self._estimate
+
+    def data_json(self) -> dict[str, Any]:
+        """Packing, and the tokens of data per step with and without it."""
+        d, seq = self.spec.data, self.model.seq_length
+        out: dict[str, Any] = {"packing": d.packing, "average_sequence_length": d.average_sequence_length}
+        if d.average_sequence_length:
+            per_sequence = min(d.average_sequence_length, seq)
+            out["data_tokens_per_step_packed"] = self.global_batch_size * seq
+            out["data_tokens_per_step_padded"] = self.global_batch_size * per_sequence
+        return out
 
     def to_json(self) -> dict[str, Any]:
         s, m = self.spec, self.model
@@ -231,6 +243,7 @@ class Plan:
                          "decay": s.training.decay, "lr": self.lr, "min_lr": s.training.min_lr},
             "training": {"precision": s.training.precision, "recompute": s.training.recompute,
                          "flash_attention": s.training.flash_attention},
+            "data": self.data_json(),
             "launch": {"launcher": s.launch.launcher, "tasks_per_node": self.tasks_per_node,
                        "procs_per_node": self.procs_per_node,
                        "cuda_device_max_connections_1": self.cuda_device_max_connections_1},
@@ -254,6 +267,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "framework": (spec.framework, "framework"),
         "gpu_vendor": (gpu["vendor"], "cluster.gpu"),
         "nvidia_cc": (gpu["nvidia_cc"], "cluster.gpu"),
+        "gpu_has_fp8": (gpu["fp8_tflops"] is not None, "cluster.gpu"),
         "gpu": (c.gpu, "cluster.gpu"),
         "world_size": (c.nodes * c.gpus_per_node, "cluster.nodes"),
         "tp": (p.tp, "parallelism.tp"), "pp": (p.pp, "parallelism.pp"),
@@ -274,6 +288,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "tokens_per_step": (b.tokens_per_step, "batch.tokens_per_step"),
         "precision": (t.precision, "training.precision"),
         "decay": (t.decay, "training.decay"),
+        "packing": (spec.data.packing, "data.packing"),
         "lr": (t.lr, "training.lr"), "min_lr": (t.min_lr, "training.min_lr"),
     }
     for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",

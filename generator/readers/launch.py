@@ -58,7 +58,9 @@ _INT_FLAGS = {
 }
 _BOOL_FLAGS = {"--sequence-parallel": "sequence_parallel",
                "--use-distributed-optimizer": "distributed_optimizer",
-               "--group-query-attention": "group_query_attention", "--deepspeed": "deepspeed_flag"}
+               "--group-query-attention": "group_query_attention", "--deepspeed": "deepspeed_flag",
+               "--reset-position-ids": "reset_position_ids",
+               "--reset-attention-mask": "reset_attention_mask", "--eod-mask-loss": "eod_mask_loss"}
 _MEGATRON_HINTS = {"--micro-batch-size", "--tensor-model-parallel-size", "--num-layers",
                    "--global-batch-size", "--pipeline-model-parallel-size", "--seq-length"}
 
@@ -319,11 +321,14 @@ class _Reader:
             if flag in values and megatron:
                 self.fact(name, True, values[flag])
         if megatron:
-            for flag in ("sequence_parallel", "distributed_optimizer"):
+            for flag in ("sequence_parallel", "distributed_optimizer", "reset_attention_mask"):
                 self.out.facts.setdefault(flag, Fact(False, self.src(entry)))
             for flag in ("--bf16", "--fp16"):
                 if flag in values:
                     self.fact("precision", flag[2:], values[flag])
+            for flag in ("--fp8-format", "--fp8-hybrid", "--fp8-e4m3"):  # Transformer Engine FP8
+                if flag in values:
+                    self.fact("precision", "fp8", values[flag])
             if "--lr-warmup-fraction" in values:
                 fraction = values["--lr-warmup-fraction"]
                 self.fact("lr_warmup_fraction", fraction.text, fraction)

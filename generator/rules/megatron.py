@@ -221,6 +221,59 @@ def alibi(position_embedding: str, framework: str) -> str | None:
     return "position_embedding alibi is not available in megatron-lm; use rope or megatron-deepspeed"
 
 
+@rule("GL215", "fp8-unsupported",
+      "FP8 training needs Megatron-LM (Transformer Engine) and a GPU with FP8 tensor cores.")
+def fp8_support(precision: str, framework: str, gpu: str | None = None,
+                gpu_has_fp8: bool | None = None) -> str | None:
+    """``--fp8-format`` runs the linear layers through Transformer Engine's FP8 GEMMs: Hopper
+    (H100, H200), Blackwell (B200, GB200), AMD MI300X/MI325X and Gaudi 3 have FP8 tensor cores;
+    A100 and the Ascend 910B do not. Megatron-DeepSpeed and plain DeepSpeed JSON have no FP8
+    setting. Fix: precision bf16, or a GPU with FP8 and framework megatron-lm.
+
+    Example: precision fp8 on a100-80gb."""
+    if precision != "fp8":
+        return None
+    if framework != "megatron-lm":
+        return (f"precision fp8 (Transformer Engine) is a megatron-lm feature, not {framework}'s; "
+                "use bf16", ("precision", "framework"))
+    if gpu_has_fp8 is False:
+        return (f"precision fp8 needs FP8 tensor cores, which {gpu} does not have; use bf16, or a "
+                "GPU with FP8 (h100-80gb, h200-141gb, b200, gb200, mi300x, mi325x, gaudi3)",
+                ("precision", "gpu"))
+    return None
+
+
+@rule("GL216", "packing-without-megatron", "data.packing renders Megatron's flags only.",
+      severity="warning")
+def packing_framework(packing: bool, framework: str) -> str | None:
+    """Packing is rendered as Megatron's --reset-position-ids, --reset-attention-mask and
+    --eod-mask-loss; a plain DeepSpeed training script packs in its own data pipeline (e.g. TRL's
+    SFTConfig(packing=True) with a padding-free collator). Fix: pack there, or use a Megatron
+    framework.
+
+    Example: data.packing true with framework deepspeed."""
+    if not packing or framework != "deepspeed":
+        return None
+    return ("data.packing renders nothing for plain DeepSpeed: pack in the training script's data "
+            "pipeline (documents must not attend to each other)", ("packing", "framework"))
+
+
+@rule("GL217", "position-reset-without-attention-mask",
+      "Resetting position ids does not stop packed documents from attending to each other.",
+      severity="warning")
+def reset_without_mask(reset_position_ids: bool, reset_attention_mask: bool) -> str | None:
+    """``--reset-position-ids`` restarts the positions at each end of document, but attention still
+    crosses document boundaries unless ``--reset-attention-mask`` blocks it (with
+    ``--eod-mask-loss`` the end-of-document token is not a target). Fix: add
+    --reset-attention-mask (and --eod-mask-loss).
+
+    Example: --reset-position-ids without --reset-attention-mask."""
+    if not reset_position_ids or reset_attention_mask:
+        return None
+    return ("--reset-position-ids without --reset-attention-mask: packed documents still attend to "
+            "each other; add --reset-attention-mask and --eod-mask-loss")
+
+
 @rule("GL204", "schedule-contradiction",
       "Run length and LR schedule flags must not contradict each other; warmup shorter than the run.")
 def schedule_contradiction(warmup_iters: int | None = None, train_iters: int | None = None,

@@ -113,6 +113,12 @@ class Training:
 
 
 @dataclass(frozen=True)
+class Data:
+    packing: bool = False
+    average_sequence_length: int | None = None
+
+
+@dataclass(frozen=True)
 class Megatron:
     version: str  # core_v0.16 | core_v0.17 | core_v0.18 | latest
 
@@ -164,6 +170,7 @@ class Spec:
     stage: str | None = None  # the stage this spec is (stages: see stage_specs)
     stage_names: tuple[str, ...] = ()
     auto: Any = field(default=None, repr=False, compare=False)  # autoplan.AutoPlan when searched
+    data: Data = field(default_factory=Data)
 
     def where(self, dotted: str) -> str:
         """Where a field's value came from: ``file:line:col``, ``preset NAME`` or ``default``."""
@@ -299,6 +306,7 @@ def build_spec(doc: Document) -> Spec:
         ),
         slurm=Slurm(**{**data["slurm"], "container_mounts": tuple(data["slurm"]["container_mounts"])}),
         megatron=Megatron(**data["megatron"]),
+        data=Data(**data["data"]),
         source=doc.file,
         doc=doc,
         stage_names=tuple(st["name"] for st in data.get("stages") or ()),

@@ -1,0 +1,106 @@
+"""FP8 (Transformer Engine flags, refused without FP8 tensor cores or outside Megatron-LM, in the
+memory and time estimates) and sequence packing (Megatron's reset flags, the data per step with
+and without padding)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from generator.cli import app
+from generator.estimate.memory import Layout, estimate_memory, state_bytes_per_param
+from generator.estimate.params import Shape
+from generator.estimate.performance import FP8_GEMM_SPEEDUP
+from generator.lint.engine import lint_texts
+from generator.render import render_all
+
+from .helpers import plan_of, spec_dict
+
+runner = CliRunner()
+
+
+def _flags(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("--")]
+
+
+@pytest.mark.parametrize("dist_opt", [True, False])
+def test_fp8_flags(tmp_path: Path, dist_opt: bool) -> None:
+    data = spec_dict(parallelism={"distributed_optimizer": dist_opt}, training={"precision": "fp8"})
+    args = _flags(render_all(plan_of(tmp_path, data))["megatron_args.sh"])
+    assert {"--bf16", "--fp8-format hybrid", "--fp8-amax-history-len 1024",
+            "--fp8-amax-compute-algo max"} <= set(args)
+    assert ("--fp8-param-gather" in args) == dist_opt  # Megatron: needs the distributed optimizer
+
+
+def _write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"cluster": {"gpu": "a100-80gb"}}, "precision fp8 needs FP8 tensor cores, which a100-80gb does not have"),
+    ({"cluster": {"gpu": "ascend-910b"}}, "which ascend-910b does not have"),
+    ({"framework": "megatron-deepspeed"}, "is a megatron-lm feature, not megatron-deepspeed's"),
+])
+def test_fp8_refused(tmp_path: Path, changes: dict, message: str) -> None:
+    data = spec_dict(training={"precision": "fp8"}, **changes)
+    result = runner.invoke(app, ["generate", str(_write(tmp_path, data)), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "GL215" in result.stderr and message in result.stderr
+    line = next(i for i, text in enumerate(_write(tmp_path, data).read_text().splitlines(), 1)
+                if "precision: fp8" in text)
+    assert f"spec.yaml:{line}:" in result.stderr  # located at the precision
+    assert not (tmp_path / "o").exists()
+
+
+def test_fp8_in_the_estimates(tmp_path: Path) -> None:
+    base = spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "h100-80gb"},
+                     parallelism={"distributed_optimizer": True, "tp": 2, "pp": 1})
+    bf16 = plan_of(tmp_path, base).estimate()
+    fp8 = plan_of(tmp_path, spec_dict(**{**base, "training": {**base["training"], "precision": "fp8"}}),
+                  "fp8.yaml").estimate()
+    speedup = bf16.performance.compute_s / fp8.performance.compute_s
+    assert 1.0 < speedup < FP8_GEMM_SPEEDUP  # the attention core stays in bf16
+    assert fp8.performance.mfu > bf16.performance.mfu  # against the same BF16 peak
+    assert fp8.memory.weights == pytest.approx(bf16.memory.weights / 2)  # FP8 parameter gather
+    assert fp8.memory.activations < bf16.memory.activations
+    assert state_bytes_per_param("fp8", "none", 8) == (3.0, 4.0, 12.0)  # bf16 + its FP8 copy
+    shape = Shape(24, 2048, 16, 16, 8192, 32000, 4096)
+    layouts = [Layout(precision=p, tp=2, sequence_parallel=True) for p in ("bf16", "fp8")]
+    act = [estimate_memory(shape, layout, 80).activations for layout in layouts]
+    # (34 - (2 + 1 + 4)) / 34 of the bf16 activations per layer: the four GEMM inputs in one byte
+    assert act[1] / act[0] == pytest.approx(27 / 34, rel=0.02)
+
+
+def test_packing_flags_and_data_per_step(tmp_path: Path) -> None:
+    data = spec_dict(data={"packing": True, "average_sequence_length": 500})
+    plan = plan_of(tmp_path, data)
+    args = _flags(render_all(plan)["megatron_args.sh"])
+    assert {"--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss"} <= set(args)
+    d = json.loads(render_all(plan)["plan.json"])["data"]
+    assert d["data_tokens_per_step_packed"] == plan.global_batch_size * 2048
+    assert d["data_tokens_per_step_padded"] == plan.global_batch_size * 500
+    explained = runner.invoke(app, ["explain", str(_write(tmp_path, data))]).stdout
+    assert f"{plan.global_batch_size * 2048:,} packed vs {plan.global_batch_size * 500:,} padded" in explained
+    unpacked = _flags(render_all(plan_of(tmp_path, spec_dict(), "plain.yaml"))["megatron_args.sh"])
+    assert "--reset-attention-mask" not in unpacked
+
+
+def test_packing_with_plain_deepspeed_warns(tmp_path: Path) -> None:
+    data = spec_dict(framework="deepspeed", parallelism={"tp": 1, "pp": 1}, data={"packing": True})
+    plan = plan_of(tmp_path, data)
+    assert [w.code for w in plan.warnings] == ["GL216"]
+
+
+def test_lint_reads_fp8_and_packing() -> None:
+    script = ("torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 "
+              "--micro-batch-size 1 --global-batch-size 8 --bf16 --fp8-format hybrid "
+              "--reset-position-ids --reset-attention-mask --eod-mask-loss\n")
+    run = lint_texts({"train.sh": script}).runs[0]
+    assert run.facts["precision"].value == "fp8"
+    assert run.facts["reset_attention_mask"].value is True
+    assert not lint_texts({"train.sh": script}).findings
