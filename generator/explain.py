@@ -86,6 +86,11 @@ def _advice(plan: Plan) -> list[str]:
         if law.lr:
             parts.append(f"lr ≈ {law.lr:.2g} (this plan: {plan.lr:.2g})")
         lines.append(f"  {law.law}: {', '.join(parts)}; {law.note}")
+    if plan.gpu["vendor"] == "huawei":
+        lines.append(f"  Ascend 910B (source article): a micro batch of 4-8 per card (this plan: "
+                     f"{plan.micro_batch_size}) and sharded data parallelism (ZeRO-3/FSDP or the "
+                     "distributed optimizer) or hybrid parallelism, as HCCL's collectives cost "
+                     "more than NCCL's; mind the CANN version")
     micro = _largest_fitting_micro(plan)
     if micro is not None and micro != plan.micro_batch_size:
         per_rank = plan.global_batch_size // plan.dp

@@ -79,7 +79,9 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
         draft.set("framework", framework)
     words = list(facts["entry_argv"].value) if "entry_argv" in facts else []
     # Megatron flags map to spec fields; a plain DeepSpeed script's arguments are its own
-    extra = _without_deepspeed_config(words) if framework == "deepspeed" else read_megatron(words, draft)
+    ascend = "ascend" in facts and facts["ascend"].value
+    extra = _without_deepspeed_config(words) if framework == "deepspeed" else \
+        read_megatron(words, draft, ascend)
     if run.ds_facts:
         read_deepspeed(run.ds_facts, draft, owns_optimizer=framework == "deepspeed")
     if facts:
@@ -95,8 +97,9 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     if framework != "deepspeed" and "megatron.version" not in draft.values:
         draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "
                       "ramp or schedule would); latest assumed", "latest")
-    draft.unknown("training.flash_attention", "not in the files; used by the estimates only; "
-                  "true assumed", True)
+    if "training.flash_attention" not in draft.values:
+        draft.unknown("training.flash_attention", "not in the files; used by the estimates only; "
+                      "true assumed", True)
     if framework == "deepspeed":
         draft.unknown("training.recompute", "plain DeepSpeed leaves activation checkpointing to "
                       "the training script; used by the estimates only; none assumed", "none")

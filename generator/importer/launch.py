@@ -23,6 +23,9 @@ _SLURM = {  # spec key -> the sbatch option's spellings
 _GPU_TYPES = (("gh200", None), ("gb200", "gb200"), ("h200", "h200-141gb"), ("h100", "h100-80gb"),
               ("b200", "b200"), ("a100", "a100-80gb"), ("mi300", "mi300x"), ("mi325", "mi325x"))
 _LAUNCHERS = ("torchrun", "deepspeed", "srun")
+# what launch.sbatch sets itself on Ascend (templates/launch.sbatch.j2); None: any value
+ASCEND_RENDERED = {"ASCEND_RT_VISIBLE_DEVICES": None, "HCCL_CONNECT_TIMEOUT": "1200",
+                   "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
 
 
 def _known(text: str | None) -> bool:
@@ -67,6 +70,10 @@ def _cluster(facts: dict[str, Fact], sbatch: dict, srun: dict, draft: Draft) -> 
     else:
         draft.unknown("cluster.gpus_per_node", "no GPUs per node in --gpus-per-node, --gres or "
                       "the launcher's process count")
+    if "ascend" in facts and facts["ascend"].value:
+        draft.unknown("cluster.gpu", "the script sets HCCL_*/ASCEND_* variables: an Ascend NPU; "
+                      "the 910B assumed", "ascend-910b")
+        return
     _, request = _option({**srun, **sbatch}, ("--gpus-per-node", "--gres"))
     for name, preset in _GPU_TYPES:
         if request and name in request.lower() and preset:
@@ -99,8 +106,11 @@ def _launcher(facts: dict[str, Fact], draft: Draft) -> None:
 def _environment(facts: dict[str, Fact], draft: Draft) -> None:
     env: dict[str, str] = {}
     skipped = []
+    ascend = "ascend" in facts and facts["ascend"].value
     for name, value in facts["exports"].value if "exports" in facts else ():
         if name in PLUMBING or name.startswith(("SLURM_", "GEN_LAUNCH_")):
+            continue
+        if ascend and name in ASCEND_RENDERED and ASCEND_RENDERED[name] in (None, value):
             continue
         if _known(value):
             env[name] = value

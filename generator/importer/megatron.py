@@ -62,6 +62,9 @@ _SWITCHES = {
     "--group-query-attention": None, "--deepspeed": None,
 }
 _PACKING = ("--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss")
+# MindSpeed-LLM's switches the generator renders on Ascend (templates/megatron_args.sh.j2)
+MINDSPEED = ("--use-mcore-models", "--use-flash-attn", "--use-fused-rmsnorm", "--use-fused-swiglu",
+             "--use-fused-rotary-pos-emb", "--no-masked-softmax-fusion")
 # read below, with the other values in view
 _OTHERS = {"--adam-beta1": 1, "--adam-beta2": 1, "--lr-warmup-iters": 1, "--lr-warmup-samples": 1,
            "--lr-warmup-fraction": 1, "--lr-decay-iters": 1, "--lr-decay-samples": 1,
@@ -82,15 +85,17 @@ _MEGATRON_DEFAULTS = {"training.decay": "linear", "training.log_interval": 100,
                       "training.adam_betas": [0.9, 0.999]}
 
 
-def split_arguments(words: list[str | None]) -> tuple[dict[str, list[str | None]], list[str | None]]:
+def split_arguments(words: list[str | None], ascend: bool = False
+                    ) -> tuple[dict[str, list[str | None]], list[str | None]]:
     """({known flag: its values (last occurrence)}, the other words in order)."""
     known: dict[str, list[str | None]] = {}
     extra: list[str | None] = []
+    arities = {**_ARITY, **dict.fromkeys(MINDSPEED, 0)} if ascend else _ARITY
     k = 0
     while k < len(words):
         word = words[k] or ""
         name, eq, inline = word.partition("=")
-        arity = _ARITY.get(name)
+        arity = arities.get(name)
         if arity is None or (eq and arity != 1):
             extra.append(words[k])
             k += 1
@@ -114,9 +119,12 @@ def _value(text: str | None, kind: type):
         return None
 
 
-def read_megatron(words: list[str | None], draft: Draft) -> list[str | None]:
-    """Spec values from the entry point's arguments; returns the words left for extra_args."""
-    known, extra = split_arguments(words)
+def read_megatron(words: list[str | None], draft: Draft, ascend: bool = False) -> list[str | None]:
+    """Spec values from the entry point's arguments (on Ascend, MindSpeed's kernel switches are
+    the generator's own); returns the words left for extra_args."""
+    known, extra = split_arguments(words, ascend)
+    if ascend:  # MindSpeed's NPU flash attention is a switch
+        draft.set("training.flash_attention", "--use-flash-attn" in known)
     for path, value in _MEGATRON_DEFAULTS.items():
         draft.set(path, value)
 

@@ -149,6 +149,11 @@ class Plan:
         return self.spec.cluster.gpus_per_node
 
     @property
+    def local_devices(self) -> str:
+        """The accelerators of one node, for ASCEND_RT_VISIBLE_DEVICES: 0,1,…,n−1."""
+        return ",".join(str(k) for k in range(self.spec.cluster.gpus_per_node))
+
+    @property
     def tasks_per_node(self) -> int:
         """Slurm tasks per node: one per GPU for srun, one launcher per node otherwise."""
         return self.procs_per_node if self.spec.launch.launcher == "srun" else 1
@@ -268,6 +273,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "gpu_vendor": (gpu["vendor"], "cluster.gpu"),
         "nvidia_cc": (gpu["nvidia_cc"], "cluster.gpu"),
         "gpu_has_fp8": (gpu["fp8_tflops"] is not None, "cluster.gpu"),
+        "ascend": (gpu["vendor"] == "huawei", "cluster.gpu"),
         "gpu": (c.gpu, "cluster.gpu"),
         "world_size": (c.nodes * c.gpus_per_node, "cluster.nodes"),
         "tp": (p.tp, "parallelism.tp"), "pp": (p.pp, "parallelism.pp"),
@@ -289,6 +295,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "precision": (t.precision, "training.precision"),
         "decay": (t.decay, "training.decay"),
         "packing": (spec.data.packing, "data.packing"),
+        "exports": (spec.launch.env, "launch.env"),
         "lr": (t.lr, "training.lr"), "min_lr": (t.min_lr, "training.min_lr"),
     }
     for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",

@@ -366,6 +366,8 @@ class _Reader:
         if exported:
             self.fact("exports", tuple((name, text) for _, name, text in sorted(exported)),
                       min(exported)[0])
+            ascend = [offset for offset, name, _ in sorted(exported) if name.startswith(("HCCL_", "ASCEND_"))]
+            self.fact("ascend", bool(ascend), ascend[0] if ascend else min(exported)[0])
         used: dict[str, str] = {}
         for name, offset in _batch_shell_slurm_variables(self.script.text):
             used.setdefault(name, self.src(offset))

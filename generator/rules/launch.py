@@ -219,14 +219,16 @@ def ds_scheduler(ds_scheduler: tuple) -> str | None:
 
 
 @rule("GL201", "megatron-removed-flag", "A Megatron-LM flag that was removed or renamed.")
-def removed_flag(megatron_flags: dict) -> str | None:
+def removed_flag(megatron_flags: dict, ascend: bool | None = None) -> str | None:
     """Removed flags make the program exit; renamed ones are rejected by argparse; no-op flags are
-    accepted and do nothing (reference/megatron.md §11). Fix: the replacement named.
+    accepted and do nothing (reference/megatron.md §11). On Ascend NPUs, MindSpeed-LLM still
+    defines some of them (--use-flash-attn for its NPU flash attention, --use-mcore-models,
+    --use-rotary-position-embeddings): not reported there. Fix: the replacement named.
 
     Example: --checkpoint-activations (use --recompute-activations)."""
     table = load("megatron_flags.yaml")
     for flag, source in megatron_flags.items():
-        if flag in table:
+        if flag in table and not (ascend and table[flag].get("mindspeed")):
             entry = table[flag]
             return (f"{flag} is {entry['status']} in current Megatron-LM; use {entry['use']}", (),
                     (flag, source))
@@ -315,3 +317,19 @@ def slurm_variable(slurm_variables: dict, sbatch_options: tuple = ()) -> str | N
             return (f"${variable} is not set by Slurm without {' or '.join(needs)} in the header",
                     (), (variable, slurm_variables[variable]))
     return None
+
+
+@rule("GL306", "nccl-settings-on-ascend", "NCCL settings do nothing on Ascend NPUs, which use HCCL.",
+      severity="warning")
+def nccl_on_ascend(exports: tuple, ascend: bool) -> str | None:
+    """Collectives on Ascend NPUs go through HCCL; NCCL_* variables are never read there (the
+    HCCL_* ones are: HCCL_CONNECT_TIMEOUT, HCCL_IF_IP, HCCL_SOCKET_IFNAME, ...). A script counts
+    as an Ascend one when it exports HCCL_* or ASCEND_* variables. Fix: the HCCL equivalent, or
+    remove them.
+
+    Example: export NCCL_IB_TIMEOUT=22 in a job on ascend-910b."""
+    nccl = [name for name, _ in exports if name.startswith("NCCL_")]
+    if not ascend or not nccl:
+        return None
+    return (f"{', '.join(nccl)} {'is' if len(nccl) == 1 else 'are'} not read on Ascend NPUs, "
+            "which use HCCL; set the HCCL_* equivalent or remove them")
