@@ -21,6 +21,7 @@ from generator.importer.launch import read_launch_facts
 from generator.importer.megatron import read_megatron
 from generator.importer.model import read_model
 from generator.lint.engine import Run
+from generator.readers.bash.evaluate import UNKNOWN
 from generator.rules import Finding
 
 # shown even when equal to the schema's default: the numbers a reader looks for first
@@ -91,9 +92,9 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
         draft.unknown("name", "a DeepSpeed config without a launch script; named after it", stem)
         for key in ("nodes", "gpus_per_node", "gpu"):
             draft.unknown(f"cluster.{key}", "a DeepSpeed config without a launch script")
-    if any(word is None or "\0" in word for word in extra):
+    if any(word is None or UNKNOWN in word for word in extra):
         draft.notes.append("some extra arguments are only known at run time; left out")
-    draft.set("launch.extra_args", [w for w in extra if w is not None and "\0" not in w])
+    draft.set("launch.extra_args", [w for w in extra if w is not None and UNKNOWN not in w])
     if framework != "deepspeed" and "megatron.version" not in draft.values:
         draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "
                       "ramp or schedule would); latest assumed", "latest")
