@@ -149,9 +149,10 @@ def read_megatron(words: list[str | None], draft: Draft, ascend: bool = False) -
     for flag, target in _SWITCHES.items():
         if flag in known and target is not None:
             draft.set(*target)
-    if "--adam-beta1" in known or "--adam-beta2" in known:
-        draft.set("training.adam_betas", [value("--adam-beta1", float) or 0.9,
-                                          value("--adam-beta2", float) or 0.999])
+    if "--adam-beta1" in known or "--adam-beta2" in known:  # Megatron's defaults for the other
+        betas = [value(flag, float) for flag in ("--adam-beta1", "--adam-beta2")]
+        draft.set("training.adam_betas", [0.9 if betas[0] is None else betas[0],
+                                          0.999 if betas[1] is None else betas[1]])
     if "--fp8-format" in known:
         draft.set("training.precision", "fp8")
         differ = [f"{flag} {known[flag][0]}" for flag, rendered in _FP8.items()
