@@ -28,7 +28,7 @@ def plan_files(plans: list, wanted: str | None = None) -> dict[str, str]:
     from generator.plan.stages import stage_folder
     from generator.render import ARTIFACTS, render_all, targets_for
 
-    used = targets_for(plans[0].framework)
+    used = targets_for(plans[0].framework, plans[0].spec.launch.launcher)
     if wanted is not None and wanted not in (ARTIFACTS[t][0] for t in used):
         raise UserError(f"--target: framework {plans[0].framework} does not use {wanted}; choose "
                         f"one of {', '.join(used)} or all")

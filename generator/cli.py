@@ -35,6 +35,8 @@ T = TypeVar("T")
 class Target(str, enum.Enum):
     deepspeed = "deepspeed"
     megatron = "megatron"
+    trainer = "trainer"
+    accelerate = "accelerate"
     slurm = "slurm"
     all = "all"
 

@@ -59,6 +59,8 @@ def _plan_facts(text: str) -> dict:
     data = json.loads(text)
     for key in (*_FORM, "derivation", "notes"):
         data.pop(key, None)
+    if data["framework"] in ("deepspeed", "fsdp"):  # only Megatron's flags tell samples from steps
+        data["schedule"].pop("megatron_counts_in")
     for key in _FORM_BATCH:
         data["batch"].pop(key)
     return data

@@ -81,6 +81,14 @@ def test_round_trip_generated_files_are_clean(tmp_path: Path) -> None:
         ("llama3-8b-pretrain", "megatron_args.sh", "--tensor-model-parallel-size 2", "--tensor-model-parallel-size 3", "GL003"),
         ("deepspeed-zero3-llama2-7b", "ds_config.json", '"gradient_accumulation_steps": 8', '"gradient_accumulation_steps": 4', "GL001"),
         ("cpu-tiny", "ds_config.json", '"total_num_steps": 20', '"total_num_steps": 2', "GL105"),
+        # accelerate + DeepSpeed: the Trainer's numbers against the JSON and the allocation
+        ("sft-llama3-8b-accelerate-zero3", "trainer_args.sh", "--gradient_accumulation_steps 2",
+         "--gradient_accumulation_steps 4", "GL001"),
+        ("sft-llama3-8b-accelerate-zero3", "trainer_args.sh", "--per_device_train_batch_size 4",
+         "--per_device_train_batch_size 2", "GL004"),
+        ("sft-llama3-8b-accelerate-zero3", "launch.sbatch", '--num_processes="${WORLD_SIZE}"',
+         "--num_processes=8", "GL112"),
+        ("sft-llama3-8b-fsdp2", "launch.sbatch", '--num_machines="${NODES}"', "--num_machines=1", "GL112"),
     ],
 )
 def test_mutation_fires_the_right_rule(tmp_path: Path, sample: str, file: str, old: str, new: str,

@@ -1,9 +1,10 @@
 """Real Slurm: every sample's launch.sbatch passes `sbatch --test-only` on a 128-node simulated
 cluster (a sample for more nodes, such as the 16,384-GPU one, is refused as it is and checked
-rendered for 128 nodes), and three end-to-end jobs run on two simulated nodes: torchrun and the DeepSpeed
-launcher training with DeepSpeed on CPU (the cpu sample), and the srun style (one task per
-process) that Megatron-LM uses. Start the cluster with `scripts/slurm-cluster.sh start`
-(.ci/run does); without it these tests skip locally and fail in CI."""
+rendered for 128 nodes), and four end-to-end jobs run on two simulated nodes: torchrun and the
+DeepSpeed launcher training with DeepSpeed on CPU (the cpu sample), accelerate launch with
+FSDP2, and the srun style (one task per process) that Megatron-LM uses. Start the cluster with
+`scripts/slurm-cluster.sh start` (.ci/run does); without it these tests skip locally and fail
+in CI."""
 
 from __future__ import annotations
 
@@ -139,6 +140,10 @@ def jobs(slurm, tmp_path_factory: pytest.TempPathFactory) -> dict:
     specs = {
         "cpu-tiny": ROOT / "samples" / "cpu-tiny.yaml",
         "cpu-deepspeed": variant(work, "cpu-deepspeed", launch={"launcher": "deepspeed"}),
+        "cpu-accelerate": variant(work, "cpu-accelerate", framework="fsdp",
+                                  parallelism={"zero_stage": 3},
+                                  launch={"launcher": "accelerate",
+                                          "entrypoint": "tests/oracle/accelerate_check.py"}),
         "cpu-srun": variant(
             work, "cpu-srun", framework="megatron-lm",
             parallelism={"tp": 2, "zero_stage": None},
@@ -178,6 +183,20 @@ def test_deepspeed_training_job_matches_the_plan(jobs: dict, name: str) -> None:
     assert got["gradient_accumulation_steps"] == plan["batch"]["gradient_accumulation_steps"]
     assert got["zero_stage"] == plan["parallelism"]["zero_stage"]
     assert got["global_steps"] == 2
+
+
+def test_accelerate_job_matches_the_plan(jobs: dict) -> None:
+    """accelerate launch once per node (machine rank from Slurm), FSDP2 through the generated
+    config: 2 nodes × 2 processes meet, accelerate hands them FSDP2 with the plan's sharding, and
+    the Trainer arguments' batch times the world is the plan's global batch."""
+    job = jobs["cpu-accelerate"]
+    assert_completed(job)
+    got, plan = result_of(job["output"]), job["plan"]
+    assert got["world_size"] == got["all_reduce"] == plan["cluster"]["world_size"] == 4
+    assert got["hosts"] == ["node1", "node2"]
+    assert (got["use_fsdp"], got["fsdp_version"], got["reshard_after_forward"]) == ("true", 2, True)
+    assert got["global_batch_size"] == plan["batch"]["global_batch_size"] == 24
+    assert got["micro_batch_size"] == plan["batch"]["micro_batch_size"]
 
 
 def test_srun_job_sets_ranks_for_megatron(jobs: dict) -> None:

@@ -38,6 +38,7 @@ class Layout:
     offload: str = "none"  # none | optimizer | optimizer_and_params (ZeRO-Offload to CPU memory)
     first_stage_layers: int | None = None  # uneven pipelines: the first and last stage's layers,
     last_stage_layers: int | None = None  # the rest spread evenly over the middle stages
+    shard_dp: int | None = None  # hybrid sharding: the ranks state is sharded over (a node)
 
     def stage_layers(self, num_layers: int) -> tuple[float, float, float]:
         """(first, middle, last) stage layer counts (all L/p when the pipeline is even)."""
@@ -152,7 +153,8 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     if last:  # a tied output layer keeps its own copy of the word embeddings on the last stage
         output = params.output or (0 if first else shape.vocab_size * shape.hidden_size)
         stage += (output + params.final_norm) / layout.tp
-    weight, grad, opt = state_bytes_per_param(layout.precision, layout.sharding, layout.dp)
+    weight, grad, opt = state_bytes_per_param(layout.precision, layout.sharding,
+                                              layout.shard_dp or layout.dp)
     # 1F1B: the first stage holds p micro-batches in flight of its layers (L/p each when even:
     # all L layers' worth), times the interleaving penalty; fewer micro-batches than stages hold
     # fewer; the last stage holds one micro-batch of its own layers.

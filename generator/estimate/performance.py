@@ -187,8 +187,9 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         dp_total = volume / (hw.internode_gbps * 1e9)
         backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
         dp_comm = max(dp_total - backward, dp_total / shape.num_layers)
-        if layout.sharding == "zero3":
-            gathers = 2 * m * share * stage_params * 2 / (hw.internode_gbps * 1e9)
+        if layout.sharding == "zero3":  # hybrid sharding gathers within the node
+            link = hw.intranode_gbps if layout.shard_dp else hw.internode_gbps
+            gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
             zero3 = max(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
     step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,

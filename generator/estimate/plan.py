@@ -74,7 +74,8 @@ def layout_of(plan) -> Layout:
                   flash_attention=s.training.flash_attention, precision=s.training.precision,
                   sharding=sharding, framework=plan.framework, offload=s.parallelism.zero_offload,
                   first_stage_layers=s.parallelism.first_stage_layers,
-                  last_stage_layers=s.parallelism.last_stage_layers)
+                  last_stage_layers=s.parallelism.last_stage_layers,
+                  shard_dp=s.cluster.gpus_per_node if s.parallelism.hybrid_shard else None)
 
 
 def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | None:
@@ -100,7 +101,7 @@ def estimate_plan(plan) -> Estimate:
         shape, layout, hw, plan.global_batch_size, plan.model.moe_top_k)
     params = count_params(shape)
     cross_check = None
-    if layout.sharding in ("zero2", "zero3") and plan.pp == 1 and plan.tp == 1:
+    if plan.uses_deepspeed and layout.sharding in ("zero2", "zero3") and plan.pp == 1 and plan.tp == 1:
         cross_check = deepspeed_estimator_bytes(params.total, plan.world_size, int(layout.sharding[-1]),
                                                 max(params.per_layer, params.embedding))
     return Estimate(params.total, memory, performance, others, plan.train_tokens, cross_check)

@@ -20,6 +20,7 @@ from generator.importer.draft import MARK, Draft, to_yaml
 from generator.importer.launch import read_launch_facts
 from generator.importer.megatron import read_megatron
 from generator.importer.model import read_model
+from generator.importer.trainer import read_accelerate, read_trainer
 from generator.lint.engine import Run
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.rules import Finding
@@ -79,10 +80,17 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     else:
         draft.set("framework", framework)
     words = list(facts["entry_argv"].value) if "entry_argv" in facts else []
-    # Megatron flags map to spec fields; a plain DeepSpeed script's arguments are its own
+    # Megatron and Trainer flags map to spec fields; a plain DeepSpeed script's arguments are its own
     ascend = "ascend" in facts and facts["ascend"].value
-    extra = _without_deepspeed_config(words) if framework == "deepspeed" else \
-        read_megatron(words, draft, ascend)
+    trainer = "--per_device_train_batch_size" in words
+    if trainer:
+        extra = read_trainer(_without_deepspeed_config(words), draft)
+    elif framework in ("deepspeed", "fsdp"):
+        extra = _without_deepspeed_config(words)
+    else:
+        extra = read_megatron(words, draft, ascend)
+    nodes = facts["nodes"].value if "nodes" in facts else None
+    read_accelerate(facts, draft, nodes)
     if run.ds_facts:
         read_deepspeed(run.ds_facts, draft, owns_optimizer=framework == "deepspeed")
     if facts:
@@ -95,13 +103,13 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     if any(word is None or UNKNOWN in word for word in extra):
         draft.notes.append("some extra arguments are only known at run time; left out")
     draft.set("launch.extra_args", [w for w in extra if w is not None and UNKNOWN not in w])
-    if framework != "deepspeed" and "megatron.version" not in draft.values:
+    if framework in ("megatron-lm", "megatron-deepspeed") and "megatron.version" not in draft.values:
         draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "
                       "ramp or schedule would); latest assumed", "latest")
     if "training.flash_attention" not in draft.values:
         draft.unknown("training.flash_attention", "not in the files; used by the estimates only; "
                       "true assumed", True)
-    if framework == "deepspeed":
+    if framework == "deepspeed" and "training.recompute" not in draft.values:
         draft.unknown("training.recompute", "plain DeepSpeed leaves activation checkpointing to "
                       "the training script; used by the estimates only; none assumed", "none")
     from_plan = plan[1] if plan else {}

@@ -22,7 +22,7 @@ _SLURM = {  # spec key -> the sbatch option's spellings
 # a Slurm GPU type (--gres=gpu:TYPE:N, --gpus-per-node=TYPE:N) -> a GPU preset; a100 is a guess
 _GPU_TYPES = (("gh200", None), ("gb200", "gb200"), ("h200", "h200-141gb"), ("h100", "h100-80gb"),
               ("b200", "b200"), ("a100", "a100-80gb"), ("mi300", "mi300x"), ("mi325", "mi325x"))
-_LAUNCHERS = ("torchrun", "deepspeed", "srun")
+_LAUNCHERS = ("torchrun", "deepspeed", "srun", "accelerate")
 # what launch.sbatch sets itself on Ascend (templates/launch.sbatch.j2); None: any value
 ASCEND_RENDERED = {"ASCEND_RT_VISIBLE_DEVICES": None, "HCCL_CONNECT_TIMEOUT": "1200",
                    "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}

@@ -87,10 +87,15 @@ _MEGATRON_DEFAULTS = {"training.decay": "linear", "training.log_interval": 100,
 
 def split_arguments(words: list[str | None], ascend: bool = False
                     ) -> tuple[dict[str, list[str | None]], list[str | None]]:
-    """({known flag: its values (last occurrence)}, the other words in order)."""
+    """({known Megatron flag: its values (last occurrence)}, the other words in order)."""
+    return split_words(words, {**_ARITY, **dict.fromkeys(MINDSPEED, 0)} if ascend else _ARITY)
+
+
+def split_words(words: list[str | None], arities: dict[str, int]
+                ) -> tuple[dict[str, list[str | None]], list[str | None]]:
+    """({flag of ``arities``: its values (last occurrence)}, the other words in order)."""
     known: dict[str, list[str | None]] = {}
     extra: list[str | None] = []
-    arities = {**_ARITY, **dict.fromkeys(MINDSPEED, 0)} if ascend else _ARITY
     k = 0
     while k < len(words):
         word = words[k] or ""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from generator.errors import UserError
-from generator.lint.discover import discover, looks_like_spec, read_text
+from generator.lint.discover import discover, looks_like_accelerate_config, looks_like_spec, read_text
 from generator.lint.engine import lint_texts
 from generator.lint.report import Located, locate
 
@@ -38,7 +38,7 @@ def gather(paths: list[Path], specs: list[Path] | None = None):
         text, why = read_text(path)
         if text is None:
             problems.append((str(path), why))
-        elif path.suffix not in (".yaml", ".yml"):
+        elif path.suffix not in (".yaml", ".yml") or looks_like_accelerate_config(text):
             texts[str(path)] = text
         elif specs is not None and looks_like_spec(text):
             specs.append(path)

@@ -44,6 +44,11 @@ def read_text(path: Path) -> tuple[str | None, str | None]:
         return None, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
 
 
+def looks_like_accelerate_config(text: str) -> bool:
+    """An accelerate config file (read with the script that names it in --config_file)."""
+    return "\ndistributed_type:" in f"\n{text}" and "\nnum_processes:" in f"\n{text}"
+
+
 def looks_like_spec(text: str) -> bool:
     """A gen-launch spec (YAML with framework and cluster sections)."""
     return "\nframework:" in f"\n{text}" and "\ncluster:" in f"\n{text}"

@@ -7,9 +7,10 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
+from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.readers.deepspeed_json import read_deepspeed_json
-from generator.readers.launch import read_launch
+from generator.readers.launch import accelerate_world, read_launch
 from generator.rules import Fact, Finding, run_rules
 
 SCRIPT_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
@@ -82,6 +83,21 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
         read = read_launch(text, name, lambda p, near=name: follow(p, near))
         result.problems += read.problems
         run = Run(name, dict(read.facts))
+        for path, source in read.accelerate_refs:
+            found = find(path, name)
+            if found is None:
+                result.problems.append((source, f"accelerate config {path.replace(UNKNOWN, '…')} "
+                                                "not found; its values are not checked"))
+                continue
+            used_json.add(found[0])
+            facts, problems = read_accelerate_config(found[1], found[0])
+            result.problems += problems
+            for key, fact in facts.items():
+                run.facts.setdefault(key, fact)
+            if "framework" not in run.facts and "accelerate_framework" in facts:
+                run.facts["framework"] = facts["accelerate_framework"]
+            if "world_size" not in run.facts:
+                accelerate_world(run.facts)
         for path, source in read.json_refs:
             written = [(t, first) for target, t, first in read.written_json
                        if posixpath.basename(target.replace(UNKNOWN, "")) ==

@@ -87,6 +87,34 @@ class Plan:
         return self.framework in ("megatron-lm", "megatron-deepspeed")
 
     @property
+    def uses_trainer(self) -> bool:
+        """Hugging Face TrainingArguments (trainer_args.sh): FSDP2, and DeepSpeed through accelerate."""
+        return self.framework == "fsdp" or (self.framework == "deepspeed"
+                                            and self.spec.launch.launcher == "accelerate")
+
+    @property
+    def fsdp_reshard_after_forward(self) -> bool:
+        """FSDP2's form of the sharding strategy: ZeRO-3-like full shard re-shards the parameters
+        after the forward pass, ZeRO-2-like shard-grad-op keeps them until the backward."""
+        return self.zero_stage == 3
+
+    @property
+    def fsdp_trainer_config(self) -> dict[str, Any]:
+        """The Trainer's --fsdp_config for FSDP2 (without accelerate's config file)."""
+        return {"fsdp_version": 2, "reshard_after_forward": self.fsdp_reshard_after_forward,
+                "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                "activation_checkpointing": self.spec.training.recompute != "none",
+                "offload_params": self.spec.parallelism.zero_offload != "none"}
+
+    @property
+    def hf_scheduler(self) -> str:
+        """The Trainer's lr_scheduler_type for the spec's decay."""
+        decay = self.spec.training.decay
+        return {"cosine": "cosine_with_min_lr" if self.spec.training.min_lr else "cosine",
+                "linear": "linear", "constant": "constant_with_warmup",
+                "wsd": "warmup_stable_decay"}[decay]
+
+    @property
     def megatron_position_embedding(self) -> str:
         return _POSITION_EMBEDDING_FLAG[self.framework][self.model.position_embedding]
 
@@ -287,6 +315,8 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "zero_stage": (p.zero_stage, "parallelism.zero_stage"),
         "distributed_optimizer": (p.distributed_optimizer, "parallelism.distributed_optimizer"),
         "zero_offload": (p.zero_offload, "parallelism.zero_offload"),
+        "hybrid_shard": (p.hybrid_shard, "parallelism.hybrid_shard"),
+        "launcher": (spec.launch.launcher, "launch.launcher"),
         "micro_batch_size": (b.micro_batch_size, "batch.micro_batch_size"),
         "gradient_accumulation_steps": (b.gradient_accumulation_steps,
                                         "batch.gradient_accumulation_steps"),
@@ -356,14 +386,16 @@ def resolve(spec: Spec) -> Plan:
         raise RuntimeError(f"internal error: plan incomplete without a finding ({spec.source})")
     gpu = presets.gpus()[c.gpu]
     tokens = solved.global_batch_size * m.seq_length
-    is_deepspeed = spec.framework != "megatron-lm"
+    is_deepspeed = spec.framework in ("deepspeed", "megatron-deepspeed")
+    default_stage = 3 if spec.framework == "fsdp" else 0  # FSDP: full shard
     plan = Plan(
         spec=spec, gpu=gpu, world_size=world, tp=p.tp, pp=p.pp, cp=p.cp, ep=p.ep, etp=etp,
         vpp=p.vpp, dp=dp, expert_dp=world // (etp * p.ep * p.pp),
         micro_batch_size=solved.micro_batch_size,
         gradient_accumulation_steps=solved.gradient_accumulation_steps,
         global_batch_size=solved.global_batch_size, tokens_per_step=tokens,
-        zero_stage=(p.zero_stage or 0) if is_deepspeed else None,
+        zero_stage=(p.zero_stage if p.zero_stage is not None else default_stage)
+        if is_deepspeed or spec.framework == "fsdp" else None,
         schedule=schedule,
         cuda_device_max_connections_1=needs_connections,
         lr=facts["lr"].value,

@@ -38,6 +38,11 @@ _DEEPSPEED_VALUE = {"--num_nodes", "--num_gpus", "--hostfile", "-H", "--master_p
                     "--elastic_training", "--min_elastic_nodes", "--max_elastic_nodes", "--ssh_port",
                     "--comment", "--venv_script", "--bind_core_list"}
 _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
+# accelerate launch options that take no value (the others take one)
+_ACCELERATE_FLAGS = {"--multi_gpu", "--cpu", "--tpu", "--use_deepspeed", "--use_fsdp",
+                     "--use_megatron_lm", "--same_network", "--debug", "--quiet", "-q",
+                     "--module", "-m", "--no_python", "--enable_cpu_affinity", "--use_xpu",
+                     "--use_parallelism_config", "--downcast_bf16", "--tpu_use_cluster"}
 _INT_FLAGS = {
     "--tensor-model-parallel-size": "tp", "--pipeline-model-parallel-size": "pp",
     "--context-parallel-size": "cp", "--ds-sequence-parallel-size": "cp",
@@ -63,6 +68,10 @@ _BOOL_FLAGS = {"--sequence-parallel": "sequence_parallel",
                "--reset-attention-mask": "reset_attention_mask", "--eod-mask-loss": "eod_mask_loss"}
 _MEGATRON_HINTS = {"--micro-batch-size", "--tensor-model-parallel-size", "--num-layers",
                    "--global-batch-size", "--pipeline-model-parallel-size", "--seq-length"}
+# Hugging Face TrainingArguments that carry the plan's numbers -> fact names
+_TRAINER_FLAGS = {"--per_device_train_batch_size": "micro_batch_size",
+                  "--gradient_accumulation_steps": "gradient_accumulation_steps",
+                  "--max_steps": "train_iters", "--warmup_steps": "lr_warmup_iters"}
 
 
 @dataclass
@@ -72,6 +81,7 @@ class LaunchRead:
     facts: dict[str, Fact] = field(default_factory=dict)
     written_json: list[tuple[str, str, int]] = field(default_factory=list)  # (path, text, first line)
     json_refs: list[tuple[str, str]] = field(default_factory=list)  # (path, source)
+    accelerate_refs: list[tuple[str, str]] = field(default_factory=list)  # accelerate configs
     problems: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
 
 
@@ -240,7 +250,7 @@ class _Reader:
         elif head == "deepspeed":
             self.deepspeed(rest)
         elif head == "accelerate":
-            self.fact("launcher", "accelerate", rest[0])
+            self.accelerate(rest)
         elif python or (rest[0].text or "").endswith(".py"):
             entry = k if python else 0
             self.fact("launcher", "srun" if "srun_line" in self.out.facts else "python", rest[0])
@@ -266,6 +276,32 @@ class _Reader:
             k += 1
         if k < len(argv):
             self.entry_args(argv[k + (2 if argv[k].text == "-m" else 1):], argv[k])
+
+    def accelerate(self, argv: list[Field]) -> None:
+        """``accelerate launch [options] script args``: the processes and machines it is told
+        (the rest come from its --config_file), the DeepSpeed JSON it passes on."""
+        self.fact("launcher", "accelerate", argv[0])
+        k = 2 if len(argv) > 1 and argv[1].text == "launch" else 1
+        while k < len(argv) and (argv[k].text or "").startswith("-"):
+            name, eq, value = (argv[k].text or "").partition("=")
+            if name.startswith("--"):  # accelerate takes --num-machines for --num_machines
+                name = "--" + name[2:].replace("-", "_")
+            value_field = argv[k]
+            if not eq and name not in _ACCELERATE_FLAGS and k + 1 < len(argv):
+                value_field, value = argv[k + 1], argv[k + 1].text
+                k += 1
+            if name == "--num_machines":  # the command line wins over the config file
+                self.fact("launcher_nodes", _int(value), value_field)
+                self.fact("accelerate_num_machines", _int(value), value_field)
+            elif name == "--num_processes":
+                self.fact("accelerate_num_processes", _int(value), value_field)
+            elif name == "--config_file" and value:
+                self.out.accelerate_refs.append((value, self.src(value_field)))
+            elif name == "--deepspeed_config_file" and value:
+                self.out.json_refs.append((value, self.src(value_field)))
+            k += 1
+        if k < len(argv):
+            self.entry_args(argv[k + 1:], argv[k])
 
     def deepspeed(self, argv: list[Field]) -> None:
         self.fact("launcher", "deepspeed", argv[0])
@@ -344,6 +380,16 @@ class _Reader:
                     self.fact("global_batch_size", max(entries)[1], field_)
             framework = "megatron-deepspeed" if "--deepspeed" in values else "megatron-lm"
             self.fact("framework", framework, entry)
+        if "--per_device_train_batch_size" in values and not megatron:
+            for flag, name in _TRAINER_FLAGS.items():
+                if flag in values:
+                    self.fact(name, _int(values[flag].text), values[flag])
+            for flag in ("--bf16", "--fp16"):
+                if flag in values:
+                    self.fact("precision", flag[2:], values[flag])
+            self.out.facts.setdefault("precision", Fact("fp32", self.src(entry)))
+            if "--fsdp" in values:
+                self.fact("framework", "fsdp", values["--fsdp"])
         for flag in ("--deepspeed_config", "--deepspeed-config"):
             if flag in values and values[flag].text:
                 self.out.json_refs.append((values[flag].text, self.src(values[flag])))
@@ -378,12 +424,14 @@ class _Reader:
         f = self.out.facts
         launcher = f.get("launcher")
         nodes = f.get("sbatch_nodes") or f.get("srun_nodes")
-        if "launcher_nodes" in f and launcher and launcher.value in ("torchrun", "deepspeed"):
+        if "launcher_nodes" in f and launcher and launcher.value in ("torchrun", "deepspeed", "accelerate"):
             nodes = f["launcher_nodes"]
         if nodes:
             f.setdefault("nodes", nodes)
         if launcher and launcher.value in ("torchrun", "deepspeed") and "procs_per_node" in f and nodes:
             f["world_size"] = Fact(nodes.value * f["procs_per_node"].value, nodes.source)
+        elif launcher and launcher.value == "accelerate":
+            accelerate_world(f)
         elif launcher and launcher.value == "srun":
             tasks = f.get("srun_ntasks_per_node") or f.get("sbatch_ntasks_per_node")
             total = f.get("srun_ntasks") or f.get("sbatch_ntasks")
@@ -398,6 +446,18 @@ class _Reader:
             n = f["layers_per_virtual_stage"].value
             if n and per_stage % n == 0:
                 f["vpp"] = Fact(per_stage // n, f["layers_per_virtual_stage"].source)
+
+
+def accelerate_world(f: dict[str, Fact]) -> None:
+    """accelerate launch: the world is its num_processes (command line or config), spread over
+    its machines."""
+    world = f.get("accelerate_num_processes")
+    if world is None or not isinstance(world.value, int):
+        return
+    f["world_size"] = world
+    machines = f.get("launcher_nodes") or f.get("accelerate_num_machines") or f.get("nodes")
+    if machines and isinstance(machines.value, int) and machines.value and world.value % machines.value == 0:
+        f.setdefault("procs_per_node", Fact(world.value // machines.value, world.source))
 
 
 def step_schedule(text: str) -> tuple[tuple[int, int], ...] | None:

@@ -21,18 +21,24 @@ from generator.resources import data_dir
 ARTIFACTS = {
     "deepspeed": ("ds_config.json", "ds_config.json.j2"),
     "megatron": ("megatron_args.sh", "megatron_args.sh.j2"),
+    "trainer": ("trainer_args.sh", "trainer_args.sh.j2"),
+    "accelerate": ("accelerate_config.yaml", "accelerate_config.yaml.j2"),
     "slurm": ("launch.sbatch", "launch.sbatch.j2"),
 }
 PLAN_FILE = "plan.json"
 
 
-def targets_for(framework: str) -> list[str]:
+def targets_for(framework: str, launcher: str = "torchrun") -> list[str]:
     """The artifacts a framework uses: no DeepSpeed JSON for megatron-lm, no Megatron arguments
-    for plain DeepSpeed."""
+    for plain DeepSpeed; Trainer arguments for FSDP2 and DeepSpeed through accelerate, whose
+    launcher reads an accelerate config."""
+    accelerate = launcher == "accelerate"
     return {
         "megatron-lm": ["megatron", "slurm"],
         "megatron-deepspeed": ["deepspeed", "megatron", "slurm"],
-        "deepspeed": ["deepspeed", "slurm"],
+        "deepspeed": ["deepspeed", "trainer", "accelerate", "slurm"] if accelerate
+        else ["deepspeed", "slurm"],
+        "fsdp": ["trainer", "accelerate", "slurm"] if accelerate else ["trainer", "slurm"],
     }[framework]
 
 
@@ -104,7 +110,8 @@ def render_all(plan: Plan) -> dict[str, str]:
     checked against the plan."""
     from generator.render.readback import check_rendered
 
-    files = {ARTIFACTS[t][0]: render(plan, t) for t in targets_for(plan.framework)}
+    files = {ARTIFACTS[t][0]: render(plan, t)
+             for t in targets_for(plan.framework, plan.spec.launch.launcher)}
     check_rendered(plan, files)
     files[PLAN_FILE] = render_plan_json(plan)
     return files

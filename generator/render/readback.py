@@ -11,17 +11,17 @@ from generator.plan.plan import Plan
 
 # plan fact -> the fact names the readers give it (script, Megatron arguments, DeepSpeed JSON)
 COMPARED = {
-    "nodes": ("sbatch_nodes", "launcher_nodes"),
+    "nodes": ("sbatch_nodes", "launcher_nodes", "accelerate_num_machines"),
     "tasks_per_node": ("sbatch_ntasks_per_node",),
     "gpus_per_node": ("sbatch_gpus_per_node",),
     "procs_per_node": ("procs_per_node",),
-    "world_size": ("world_size",),
+    "world_size": ("world_size", "accelerate_num_processes"),
     "dp": ("dp",),
     "tp": ("tp",), "pp": ("pp", "ds_pipeline_stages"), "cp": ("cp", "ds_sequence_parallel_size"),
     "vpp": ("vpp",),
     "micro_batch_size": ("micro_batch_size", "ds_micro_batch_size"),
     "global_batch_size": ("global_batch_size", "ds_train_batch_size"),
-    "gradient_accumulation_steps": ("ds_gradient_accumulation_steps",),
+    "gradient_accumulation_steps": ("gradient_accumulation_steps", "ds_gradient_accumulation_steps"),
     "zero_stage": ("zero_stage", "ds_zero_stage"),
     "seq_length": ("seq_length",), "num_layers": ("num_layers",),
     "num_attention_heads": ("num_attention_heads",),
@@ -37,6 +37,9 @@ REQUIRED = {
                          "num_layers", "train_iters", "warmup_iters"),
     "ds_config.json": ("ds_train_batch_size", "ds_micro_batch_size",
                        "ds_gradient_accumulation_steps", "ds_zero_stage"),
+    "trainer_args.sh": ("micro_batch_size", "gradient_accumulation_steps", "train_iters",
+                        "warmup_iters"),
+    "accelerate_config.yaml": ("accelerate_num_processes", "accelerate_num_machines"),
 }
 
 

@@ -82,7 +82,7 @@ def offload(zero_offload: str, framework: str, zero_stage: int | None = None) ->
     stage 3; Megatron-LM has no ZeRO-Offload. Fix: raise the ZeRO stage, or drop the offload.
 
     Example: zero_offload: optimizer_and_params with zero_stage 2."""
-    if zero_offload == "none":
+    if zero_offload == "none" or framework == "fsdp":  # FSDP's offload: GL113
         return None
     if framework == "megatron-lm":
         return "zero_offload is a DeepSpeed feature; use framework deepspeed or megatron-deepspeed"

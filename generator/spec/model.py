@@ -62,6 +62,7 @@ class Parallelism:
     zero_offload: str
     first_stage_layers: int | None = None  # uneven pipelines (megatron-lm)
     last_stage_layers: int | None = None
+    hybrid_shard: bool = False  # fsdp: shard within a node, replicate across nodes
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,126 @@
+"""Oracle: accelerate 1.15's own launch-argument validation reads the generated
+accelerate_config.yaml (with the per-node options launch.sbatch adds) as the plan says, the
+FSDP plugin it configures from that environment is FSDP2 with the plan's sharding, and its
+DeepSpeed plugin reads ds_config.json with the batch the Trainer arguments give."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.plan.plan import Plan, resolve
+from generator.render import render_all
+
+from .conftest import ROOT, require_oracle
+from .helpers import plan_of, spec_dict
+
+pytestmark = pytest.mark.oracle
+SAMPLES = [ROOT / "samples" / f"{name}.yaml" for name in
+           ("sft-llama3-8b-accelerate-zero3", "sft-llama3-8b-fsdp2")]
+
+
+def _variants() -> list[dict]:
+    fsdp = {"framework": "fsdp", "parallelism": {"tp": 1, "pp": 1},
+            "launch": {"launcher": "accelerate", "entrypoint": "train.py"}}
+    return [
+        spec_dict(**fsdp),
+        spec_dict(**{**fsdp, "parallelism": {"tp": 1, "pp": 1, "zero_stage": 2}}),
+        spec_dict(**{**fsdp, "parallelism": {"tp": 1, "pp": 1, "hybrid_shard": True,
+                                             "zero_offload": "optimizer_and_params"},
+                     "training": {**spec_dict()["training"], "precision": "fp16"}}),
+        spec_dict(framework="deepspeed", parallelism={"tp": 1, "pp": 1, "zero_stage": 2},
+                  launch={"launcher": "accelerate", "entrypoint": "train.py"}),
+    ]
+
+
+def _write(plan: Plan, folder: Path) -> dict[str, str]:
+    files = render_all(plan)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return files
+
+
+def _trainer_args(text: str) -> dict[str, str]:
+    words = shlex.split(text.split("TRAINER_ARGS=(", 1)[1].rsplit(")", 1)[0], comments=True)
+    return {w: words[i + 1] for i, w in enumerate(words[:-1]) if w.startswith("--")}
+
+
+def _accelerate_args(plan: Plan, folder: Path):
+    """What `accelerate launch` makes of the config and the options launch.sbatch passes."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+
+    argv = ["--config_file", str(folder / "accelerate_config.yaml"), "--machine_rank", "1",
+            "--num_machines", str(plan.spec.cluster.nodes), "--num_processes", str(plan.world_size),
+            "--main_process_ip", "node1", "--main_process_port", "29500"]
+    if plan.framework == "deepspeed":
+        argv += ["--deepspeed_config_file", str(folder / "ds_config.json")]
+    args, _, _ = _validate_launch_command(launch_command_parser().parse_args([*argv, "train.py"]))
+    return args
+
+
+def _check(plan: Plan, folder: Path, monkeypatch) -> None:
+    require_oracle("accelerate")
+    files = _write(plan, folder)
+    args = _accelerate_args(plan, folder)
+    precision = {"bf16": "bf16", "fp16": "fp16"}.get(plan.spec.training.precision, "no")
+    assert (args.num_processes, args.num_machines, args.mixed_precision) == \
+        (plan.world_size, plan.spec.cluster.nodes, precision)
+    trainer = _trainer_args(files["trainer_args.sh"])
+    micro, accumulation = int(trainer["--per_device_train_batch_size"]), \
+        int(trainer["--gradient_accumulation_steps"])
+    assert micro * accumulation * args.num_processes == plan.global_batch_size
+    assert int(trainer["--max_steps"]) == plan.schedule.train_iters
+    if plan.framework == "fsdp":
+        from accelerate.utils import FullyShardedDataParallelPlugin
+        from accelerate.utils.launch import prepare_multi_gpu_env
+
+        assert args.use_fsdp and not args.use_deepspeed
+        for key, value in prepare_multi_gpu_env(args).items():
+            monkeypatch.setenv(key, value)
+        fsdp = FullyShardedDataParallelPlugin()
+        assert fsdp.fsdp_version == 2
+        assert fsdp.reshard_after_forward == (plan.zero_stage == 3)
+        assert bool(fsdp.activation_checkpointing) == (plan.spec.training.recompute != "none")
+        replicate = os.environ.get("PARALLELISM_CONFIG_DP_REPLICATE_SIZE")
+        assert (replicate == str(plan.spec.cluster.nodes)) == plan.spec.parallelism.hybrid_shard
+    else:
+        from accelerate.utils import DeepSpeedPlugin
+
+        assert args.use_deepspeed and not args.use_fsdp
+        plugin = DeepSpeedPlugin(hf_ds_config=args.deepspeed_config_file)
+        config = plugin.deepspeed_config
+        assert (config["train_batch_size"], config["train_micro_batch_size_per_gpu"],
+                config["gradient_accumulation_steps"], plugin.zero_stage) == \
+            (plan.global_batch_size, micro, accumulation, plan.zero_stage)
+        assert "auto" not in files["ds_config.json"]
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
+def test_samples_read_by_accelerate(sample: Path, tmp_path: Path, monkeypatch) -> None:
+    from generator.spec.model import load_spec
+
+    _check(resolve(load_spec(sample)), tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("index", range(len(_variants())))
+def test_variants_read_by_accelerate(index: int, tmp_path: Path, monkeypatch) -> None:
+    _check(plan_of(tmp_path, _variants()[index]), tmp_path / "out", monkeypatch)
+
+
+def test_the_oracle_reads_our_file(tmp_path: Path) -> None:
+    """A config changed by hand changes what accelerate makes of it."""
+    require_oracle("accelerate")
+    from generator.spec.model import load_spec
+
+    plan = resolve(load_spec(SAMPLES[1]))
+    _write(plan, tmp_path)
+    config = yaml.safe_load((tmp_path / "accelerate_config.yaml").read_text())
+    config["distributed_type"], config["mixed_precision"] = "MULTI_GPU", "fp16"
+    (tmp_path / "accelerate_config.yaml").write_text(yaml.safe_dump(config))
+    args = _accelerate_args(plan, tmp_path)
+    assert not args.use_fsdp and args.mixed_precision == "fp16"
