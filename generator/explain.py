@@ -6,6 +6,15 @@ from generator.plan.plan import Plan
 from generator.units import human
 
 
+def _fsdp_text(plan: Plan) -> str:
+    c = plan.spec.cluster
+    kind = "full shard (re-shard after forward)" if plan.fsdp_reshard_after_forward else \
+        "shard-grad-op (parameters kept for the backward)"
+    hybrid = (f", hybrid: sharded over the {c.gpus_per_node} GPUs of a node, replicated over "
+              f"{c.nodes} nodes") if plan.spec.parallelism.hybrid_shard else ""
+    return f"; FSDP2 {kind}{hybrid}"
+
+
 def _data_lines(plan: Plan) -> list[str]:
     d = plan.data_json()
     if not d["packing"] and not d["average_sequence_length"]:
@@ -39,7 +48,8 @@ def explain_text(plan: Plan) -> str:
         f"  tp {plan.tp} × pp {plan.pp} × cp {plan.cp} × dp {plan.dp} = {plan.world_size} GPUs"
         + (f"; vpp {plan.vpp}" if plan.vpp > 1 else "")
         + (f"; ep {plan.ep}, etp {plan.etp}, expert dp {plan.expert_dp}" if s.model.num_experts else "")
-        + (f"; ZeRO stage {plan.zero_stage}" if plan.zero_stage is not None else "")
+        + (_fsdp_text(plan) if plan.framework == "fsdp" else
+           f"; ZeRO stage {plan.zero_stage}" if plan.zero_stage is not None else "")
         + ("; distributed optimizer" if s.parallelism.distributed_optimizer else ""),
         f"  {plan.gradient_accumulation_steps} micro-batches of {plan.micro_batch_size} per "
         f"data-parallel rank per step ({plan.batch_how})",

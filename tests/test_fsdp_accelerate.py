@@ -73,6 +73,18 @@ def test_refusals(tmp_path: Path, changes: dict, code: str, message: str) -> Non
     assert result.exit_code == 2 and code in result.stderr and message in result.stderr
 
 
+def test_packing_for_trainer_runs(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, spec_dict(**FSDP, data={"packing": True}))
+    words = _trainer(render_all(plan))
+    assert "--packing" in words and "--padding_free" in words
+    assert not plan.warnings  # rendered, so no GL216
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, text in render_all(plan).items():
+        (out / name).write_text(text)
+    assert yaml.safe_load(import_paths([out]).text)["data"]["packing"] is True
+
+
 def test_hybrid_shard_holds_more_state_per_gpu(tmp_path: Path) -> None:
     base = {**FSDP, "cluster": {"nodes": 4, "gpus_per_node": 8, "gpu": "h100-80gb"}}
     full = plan_of(tmp_path, spec_dict(**base)).estimate().memory

@@ -22,7 +22,8 @@ _SCHEDULERS = {"cosine": "cosine", "cosine_with_min_lr": "cosine", "linear": "li
                "warmup_stable_decay": "wsd"}
 _OTHERS = {"--warmup_steps": 1, "--lr_scheduler_type": 1, "--lr_scheduler_kwargs": 1,
            "--adam_beta1": 1, "--adam_beta2": 1, "--bf16": 0, "--fp16": 0,
-           "--gradient_checkpointing": 0, "--fsdp": 1, "--fsdp_config": 1}
+           "--gradient_checkpointing": 0, "--fsdp": 1, "--fsdp_config": 1, "--packing": 0,
+           "--padding_free": 0}
 _ARITY = {**dict.fromkeys(_VALUES, 1), **_OTHERS}
 _CHECKPOINTING = ("activation checkpointing is on; the Trainer checkpoints whole layers, which "
                   "selective and full both render; full assumed (used by the estimates)")
@@ -54,6 +55,8 @@ def read_trainer(words: list[str | None], draft: Draft) -> list[str | None]:
     for flag in ("--bf16", "--fp16"):
         if flag in known:
             draft.set("training.precision", flag[2:])
+    if "--packing" in known:  # TRL's SFTConfig
+        draft.set("data.packing", True)
     if "--gradient_checkpointing" in known:
         draft.unknown("training.recompute", _CHECKPOINTING, "full")
     _trainer_fsdp(known, draft)

@@ -243,16 +243,17 @@ def fp8_support(precision: str, framework: str, gpu: str | None = None,
     return None
 
 
-@rule("GL216", "packing-without-megatron", "data.packing renders Megatron's flags only.",
+@rule("GL216", "packing-without-megatron",
+      "data.packing renders Megatron's flags, or TRL's for Trainer runs; not for a plain DeepSpeed script.",
       severity="warning")
-def packing_framework(packing: bool, framework: str) -> str | None:
+def packing_framework(packing: bool, framework: str, launcher: str | None = None) -> str | None:
     """Packing is rendered as Megatron's --reset-position-ids, --reset-attention-mask and
-    --eod-mask-loss; a plain DeepSpeed training script packs in its own data pipeline (e.g. TRL's
-    SFTConfig(packing=True) with a padding-free collator). Fix: pack there, or use a Megatron
-    framework.
+    --eod-mask-loss, and for Trainer runs (FSDP2, DeepSpeed through accelerate) as TRL SFTConfig's
+    --packing with --padding_free; a plain DeepSpeed training script packs in its own data
+    pipeline. Fix: pack there, or use a Megatron framework or the accelerate launcher.
 
-    Example: data.packing true with framework deepspeed."""
-    if not packing or framework != "deepspeed":
+    Example: data.packing true with framework deepspeed and launcher torchrun."""
+    if not packing or framework != "deepspeed" or launcher == "accelerate":
         return None
     return ("data.packing renders nothing for plain DeepSpeed: pack in the training script's data "
             "pipeline (documents must not attend to each other)", ("packing", "framework"))
