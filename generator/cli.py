@@ -326,7 +326,7 @@ def import_(
                        f"{finding.message}", err=True)
         if imported.findings:
             typer.echo(f"the files disagree or break a rule ({len(imported.findings)} finding(s) "
-                       "above); where they disagree the spec follows the Megatron arguments",
+                       "above); where they disagree the spec follows the training script's arguments",
                        err=True)
         for path, why in imported.draft.marks.items():
             typer.echo(f"not determined: {path}: {why}", err=True)

@@ -189,8 +189,8 @@ def _batch(draft: Draft, framework: str) -> None:
 def _required(draft: Draft) -> None:
     if not any(draft.get(f"training.{k}") is not None or f"training.{k}" in draft.marks
                for k in ("train_tokens", "train_iters", "train_samples")):
-        draft.unknown("training.train_iters", "no run length (--train-iters, --train-samples or a "
-                      "scheduler's total_num_steps)")
+        draft.unknown("training.train_iters", "no run length (--train-iters, --train-samples, "
+                      "--max_steps or a scheduler's total_num_steps)")
     if draft.get("training.lr") is None and "training.lr" not in draft.marks:
         draft.unknown("training.lr", "no learning rate in the arguments or the JSON")
 

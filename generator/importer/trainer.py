@@ -100,10 +100,14 @@ def _trainer_fsdp(known: dict, draft: Draft) -> None:
 
 
 def read_accelerate(facts: dict[str, Fact], draft: Draft, nodes: int | None) -> None:
-    """FSDP2 settings from the accelerate config (the DeepSpeed ones are in its JSON)."""
+    """Mixed precision and the FSDP2 settings from the accelerate config (the DeepSpeed ones are
+    in its JSON)."""
     def value(name: str):
         return facts[name].value if name in facts else None
 
+    mixed = value("accelerate_mixed_precision")
+    if mixed in ("bf16", "fp16") and draft.get("training.precision") in (None, "fp32"):
+        draft.set("training.precision", mixed)  # accelerate's mixed precision, the Trainer's flags absent
     if value("accelerate_framework") != "fsdp":
         return
     draft.set("framework", "fsdp")
