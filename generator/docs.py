@@ -103,13 +103,14 @@ def published_layouts() -> str:
     from generator.autoplan.published import cases, rank
     from generator.autoplan.report import layout_text
 
-    lines = ["| configuration | published layout | its rank | its step s | the model's #1 | #1 step s |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| configuration | published | rank of its tp × pp | the model's schedule for it | "
+             "step s | the model's #1 | #1 step s |", "|---|---|---|---|---|---|---|"]
     for r in map(rank, cases()):
         published = ", ".join(f"{k} {v}" for k, v in r.case.layout.items())
-        mine = f"{r.published.step_time:.2f}" if r.published else "-"
+        mine = f"vpp {r.published.vpp}, micro {r.published.micro_batch_size}" if r.published else "-"
+        time = f"{r.published.step_time:.2f}" if r.published else "-"
         lines.append(f"| {r.case.name} | {published} | {r.rank or 'infeasible'} of {r.layouts} | "
-                     f"{mine} | {layout_text(r.best)} | {r.best.step_time:.2f} |")
+                     f"{mine} | {time} | {layout_text(r.best)} | {r.best.step_time:.2f} |")
     return "\n".join(lines)
 
 

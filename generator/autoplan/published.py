@@ -24,6 +24,9 @@ class Published:
 
 @dataclass(frozen=True)
 class Ranked:
+    """Where the published parallel layout (tp × pp) ranks among the rows of the search, each a
+    parallel layout with the model's best schedule (vpp), micro batch and settings for it."""
+
     case: Published
     rank: int | None  # among the parallel layouts that fit (None: not feasible)
     layouts: int
@@ -76,7 +79,7 @@ def rank(case: Published) -> Ranked:
     doc = load_yaml(yaml.safe_dump(case.spec, sort_keys=False), f"<{case.name}>")
     validate(doc)
     _, _, result = run_search(doc, keep=100_000)
-    for index, candidate in enumerate(result.ranked, start=1):
-        if all(getattr(candidate, k) == v for k, v in case.layout.items()):
+    for index, candidate in enumerate(result.ranked, start=1):  # rows: tp × pp (× cp × ep)
+        if all(getattr(candidate, k) == v for k, v in case.layout.items() if k != "vpp"):
             return Ranked(case, index, len(result.ranked), candidate, result.ranked[0])
     return Ranked(case, None, len(result.ranked), None, result.ranked[0])

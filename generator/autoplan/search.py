@@ -58,8 +58,9 @@ class Candidate:
 
     @property
     def layout(self) -> tuple:
-        """The parallel layout: what a row of the ranking stands for."""
-        return (self.tp, self.pp, self.cp, self.ep, self.vpp, self.first_stage_layers)
+        """The parallel layout (how the model and the data are split: PTD-P's tp × pp × dp, with
+        cp and ep): what a row of the ranking stands for, with its best schedule and settings."""
+        return (self.tp, self.pp, self.cp, self.ep)
 
     @property
     def step_time(self) -> float:
