@@ -115,13 +115,25 @@ def split_words(words: list[str | None], arities: dict[str, int]
     return known, extra
 
 
-def _value(text: str | None, kind: type):
+def parse_value(text: str | None, kind: type):
+    """A flag's text as ``kind`` (None when it is known only at run time or does not parse)."""
     if text is None or UNKNOWN in text:
         return None
     try:
         return kind(text.replace("_", "")) if kind is int else kind(text)
     except ValueError:
         return None
+
+
+def flag_value(known: dict[str, list[str | None]], flag: str, kind: type = int):
+    """The parsed value of a flag split_words found (None: absent, or not known before run time)."""
+    return parse_value(known[flag][0], kind) if flag in known else None
+
+
+def set_adam_betas(draft: Draft, beta1: float | None, beta2: float | None) -> None:
+    """Both betas when a script gives one or both; the other at the shared default (0.9, 0.999)."""
+    draft.set("training.adam_betas", [0.9 if beta1 is None else beta1,
+                                      0.999 if beta2 is None else beta2])
 
 
 def read_megatron(words: list[str | None], draft: Draft, ascend: bool = False) -> list[str | None]:
@@ -133,12 +145,9 @@ def read_megatron(words: list[str | None], draft: Draft, ascend: bool = False) -
     for path, value in _MEGATRON_DEFAULTS.items():
         draft.set(path, value)
 
-    def value(flag: str, kind: type = int):
-        return _value(known[flag][0], kind) if flag in known else None
-
     for flag, (path, kind) in _VALUES.items():
         if flag in known:
-            got = value(flag, kind)
+            got = flag_value(known, flag, kind)
             if got is None:
                 draft.unknown(path, f"{flag} is {_shown(known[flag][0])}, not known before run time")
             else:
@@ -154,10 +163,9 @@ def read_megatron(words: list[str | None], draft: Draft, ascend: bool = False) -
     for flag, target in _SWITCHES.items():
         if flag in known and target is not None:
             draft.set(*target)
-    if "--adam-beta1" in known or "--adam-beta2" in known:  # Megatron's defaults for the other
-        betas = [value(flag, float) for flag in ("--adam-beta1", "--adam-beta2")]
-        draft.set("training.adam_betas", [0.9 if betas[0] is None else betas[0],
-                                          0.999 if betas[1] is None else betas[1]])
+    if "--adam-beta1" in known or "--adam-beta2" in known:
+        set_adam_betas(draft, flag_value(known, "--adam-beta1", float),
+                       flag_value(known, "--adam-beta2", float))
     if "--fp8-format" in known:
         draft.set("training.precision", "fp8")
         differ = [f"{flag} {known[flag][0]}" for flag, rendered in _FP8.items()
@@ -179,7 +187,7 @@ def read_megatron(words: list[str | None], draft: Draft, ascend: bool = False) -
 
 
 def _vpp(known: dict, draft: Draft) -> None:
-    per_virtual = _value((known.get("--num-layers-per-virtual-pipeline-stage") or [None])[0], int)
+    per_virtual = flag_value(known, "--num-layers-per-virtual-pipeline-stage", int)
     layers, pp = draft.get("model.num_layers"), draft.get("parallelism.pp", 1)
     if per_virtual and layers and pp and layers % pp == 0 and (layers // pp) % per_virtual == 0:
         draft.set("parallelism.vpp", layers // pp // per_virtual)
@@ -199,22 +207,22 @@ def _recompute(known: dict, draft: Draft) -> None:
 def _schedule(known: dict, draft: Draft) -> None:
     """Warmup in the unit Megatron was given; WSD's decay phase as a fraction of the run."""
     for flag, unit in (("--lr-warmup-iters", "iters"), ("--lr-warmup-samples", "samples")):
-        amount = _value((known.get(flag) or [None])[0], int)
+        amount = flag_value(known, flag, int)
         if amount is not None:
             draft.set("training.warmup", {unit: amount} if amount else 0)
-    fraction = _value((known.get("--lr-warmup-fraction") or [None])[0], float)
+    fraction = flag_value(known, "--lr-warmup-fraction", float)
     if fraction is not None:
         draft.set("training.warmup", fraction)
     if "training.warmup" not in draft.values:
         draft.set("training.warmup", 0)
     run = draft.get("training.train_iters") or draft.get("training.train_samples")
     for flag in ("--lr-decay-iters", "--lr-decay-samples"):
-        decay = _value((known.get(flag) or [None])[0], int)
+        decay = flag_value(known, flag, int)
         if decay is not None and run is not None and decay != run:
             draft.notes.append(f"{flag} {decay} differs from the run length {run}; the spec decays "
                                "over the whole run")
     for flag in ("--lr-wsd-decay-iters", "--lr-wsd-decay-samples"):
-        decay = _value((known.get(flag) or [None])[0], int)
+        decay = flag_value(known, flag, int)
         if decay is not None and run:
             draft.set("training.wsd_decay", shortest_fraction(decay, run))
 
@@ -230,7 +238,7 @@ def shortest_fraction(count: int, total: int) -> float:
 
 
 def _batch_changes(known: dict, draft: Draft) -> None:
-    ramp = [_value(v, int) for v in known.get("--rampup-batch-size", [])]
+    ramp = [parse_value(v, int) for v in known.get("--rampup-batch-size", [])]
     if ramp and None not in ramp:
         draft.set("batch.rampup", {"start": ramp[0], "increment": ramp[1], "samples": ramp[2]})
         draft.set("megatron.version", "core_v0.17")  # the last release that applies it

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from generator.importer.draft import Draft
-from generator.importer.megatron import shortest_fraction
+from generator.importer.megatron import flag_value, set_adam_betas, shortest_fraction, split_words
 from generator.rules import Fact
 
 _VALUES = {"--per_device_train_batch_size": ("batch.micro_batch_size", int),
@@ -34,19 +34,16 @@ _DEFAULTS = {"training.decay": "linear", "training.log_interval": 500, "training
 
 def read_trainer(words: list[str | None], draft: Draft) -> list[str | None]:
     """Spec values from the Trainer's arguments; returns the words left for extra_args."""
-    from generator.importer.megatron import _value, split_words
-
     known, extra = split_words(words, _ARITY)
     for path, value in _DEFAULTS.items():
         draft.set(path, value)
     for flag, (path, kind) in _VALUES.items():
-        if flag in known and (got := _value(known[flag][0], kind)) is not None:
+        if (got := flag_value(known, flag, kind)) is not None:
             draft.set(path, got)
     if "--adam_beta1" in known or "--adam_beta2" in known:
-        betas = [_value((known.get(flag) or [None])[0], float) for flag in ("--adam_beta1", "--adam_beta2")]
-        draft.set("training.adam_betas", [0.9 if betas[0] is None else betas[0],
-                                          0.999 if betas[1] is None else betas[1]])
-    warmup = _value((known.get("--warmup_steps") or [None])[0], int)
+        set_adam_betas(draft, flag_value(known, "--adam_beta1", float),
+                       flag_value(known, "--adam_beta2", float))
+    warmup = flag_value(known, "--warmup_steps")
     draft.set("training.warmup", {"iters": warmup} if warmup else 0)
     kind = (known.get("--lr_scheduler_type") or [None])[0]
     if kind in _SCHEDULERS:

@@ -260,20 +260,13 @@ class _Reader:
 
     def torchrun(self, argv: list[Field], start: int) -> None:
         self.fact("launcher", "torchrun", argv[0])
-        k = start
-        while k < len(argv) and (argv[k].text or "").startswith("-") and argv[k].text != "-m":
-            name, _, value = (argv[k].text or "").partition("=")
-            value_field = argv[k]
-            if not value and name in _TORCHRUN_VALUE and k + 1 < len(argv):
-                value_field = argv[k + 1]
-                value = argv[k + 1].text
-                k += 1
+        options, k = _launcher_options(argv, start, _TORCHRUN_VALUE.__contains__, stop_at_module=True)
+        for name, value, value_field in options:
             if name == "--nnodes" and value is not None:
                 low, _, high = value.partition(":")
                 self.fact("launcher_nodes", _int(low) if not high or high == low else None, value_field)
             elif name in ("--nproc_per_node", "--nproc-per-node") and value is not None:
                 self.fact("procs_per_node", _int(value), value_field)
-            k += 1
         if k < len(argv):
             self.entry_args(argv[k + (2 if argv[k].text == "-m" else 1):], argv[k])
 
@@ -281,15 +274,10 @@ class _Reader:
         """``accelerate launch [options] script args``: the processes and machines it is told
         (the rest come from its --config_file), the DeepSpeed JSON it passes on."""
         self.fact("launcher", "accelerate", argv[0])
-        k = 2 if len(argv) > 1 and argv[1].text == "launch" else 1
-        while k < len(argv) and (argv[k].text or "").startswith("-"):
-            name, eq, value = (argv[k].text or "").partition("=")
-            if name.startswith("--"):  # accelerate takes --num-machines for --num_machines
-                name = "--" + name[2:].replace("-", "_")
-            value_field = argv[k]
-            if not eq and name not in _ACCELERATE_FLAGS and k + 1 < len(argv):
-                value_field, value = argv[k + 1], argv[k + 1].text
-                k += 1
+        start = 2 if len(argv) > 1 and argv[1].text == "launch" else 1
+        options, k = _launcher_options(argv, start, lambda name: name not in _ACCELERATE_FLAGS,
+                                       canonical=_accelerate_option)
+        for name, value, value_field in options:
             if name == "--num_machines":  # the command line wins over the config file
                 self.fact("launcher_nodes", _int(value), value_field)
                 self.fact("accelerate_num_machines", _int(value), value_field)
@@ -299,24 +287,17 @@ class _Reader:
                 self.out.accelerate_refs.append((value, self.src(value_field)))
             elif name == "--deepspeed_config_file" and value:
                 self.out.json_refs.append((value, self.src(value_field)))
-            k += 1
         if k < len(argv):
             self.entry_args(argv[k + 1:], argv[k])
 
     def deepspeed(self, argv: list[Field]) -> None:
         self.fact("launcher", "deepspeed", argv[0])
-        k = 1
-        while k < len(argv) and (argv[k].text or "").startswith("-"):
-            name, _, value = (argv[k].text or "").partition("=")
-            value_field = argv[k]
-            if not value and name in _DEEPSPEED_VALUE and k + 1 < len(argv):
-                value_field, value = argv[k + 1], argv[k + 1].text
-                k += 1
+        options, k = _launcher_options(argv, 1, _DEEPSPEED_VALUE.__contains__)
+        for name, value, value_field in options:
             if name == "--num_nodes":
                 self.fact("launcher_nodes", _int(value), value_field)
             elif name == "--num_gpus":
                 self.fact("procs_per_node", _int(value), value_field)
-            k += 1
         if k < len(argv):
             self.entry_args(argv[k + 1:], argv[k])
 
@@ -356,12 +337,14 @@ class _Reader:
         for flag, name in _BOOL_FLAGS.items():
             if flag in values and megatron:
                 self.fact(name, True, values[flag])
-        if megatron:
-            for flag in ("sequence_parallel", "distributed_optimizer", "reset_attention_mask"):
-                self.out.facts.setdefault(flag, Fact(False, self.src(entry)))
+        trainer = "--per_device_train_batch_size" in values and not megatron
+        if megatron or trainer:  # Megatron and the HF Trainer spell these alike
             for flag in ("--bf16", "--fp16"):
                 if flag in values:
                     self.fact("precision", flag[2:], values[flag])
+        if megatron:
+            for flag in ("sequence_parallel", "distributed_optimizer", "reset_attention_mask"):
+                self.out.facts.setdefault(flag, Fact(False, self.src(entry)))
             for flag in ("--fp8-format", "--fp8-hybrid", "--fp8-e4m3"):  # Transformer Engine FP8
                 if flag in values:
                     self.fact("precision", "fp8", values[flag])
@@ -380,13 +363,10 @@ class _Reader:
                     self.fact("global_batch_size", max(entries)[1], field_)
             framework = "megatron-deepspeed" if "--deepspeed" in values else "megatron-lm"
             self.fact("framework", framework, entry)
-        if "--per_device_train_batch_size" in values and not megatron:
+        if trainer:
             for flag, name in _TRAINER_FLAGS.items():
                 if flag in values:
                     self.fact(name, _int(values[flag].text), values[flag])
-            for flag in ("--bf16", "--fp16"):
-                if flag in values:
-                    self.fact("precision", flag[2:], values[flag])
             self.out.facts.setdefault("precision", Fact("fp32", self.src(entry)))
             if "--fsdp" in values:
                 self.fact("framework", "fsdp", values["--fsdp"])
@@ -446,6 +426,30 @@ class _Reader:
             n = f["layers_per_virtual_stage"].value
             if n and per_stage % n == 0:
                 f["vpp"] = Fact(per_stage // n, f["layers_per_virtual_stage"].source)
+
+
+def _launcher_options(argv: list[Field], k: int, takes_value, canonical=lambda name: name,
+                      stop_at_module: bool = False) -> tuple[list[tuple[str, str | None, Field]], int]:
+    """A launcher's own options from ``argv[k]`` on, up to the first word that is not one (or,
+    for torchrun, ``-m``): [(name, value, the field the value is in)], and the index after them.
+    ``--opt=value`` or ``--opt value`` when ``takes_value(name)``; a flag's value is ""."""
+    options = []
+    while k < len(argv) and (argv[k].text or "").startswith("-") and \
+            not (stop_at_module and argv[k].text == "-m"):
+        name, eq, value = (argv[k].text or "").partition("=")
+        name = canonical(name)
+        value_field = argv[k]
+        if not eq and takes_value(name) and k + 1 < len(argv):
+            k += 1
+            value_field, value = argv[k], argv[k].text
+        options.append((name, value, value_field))
+        k += 1
+    return options, k
+
+
+def _accelerate_option(name: str) -> str:
+    """accelerate takes --num-machines for --num_machines."""
+    return "--" + name[2:].replace("-", "_") if name.startswith("--") else name
 
 
 def accelerate_world(f: dict[str, Fact]) -> None:
