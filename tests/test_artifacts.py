@@ -78,6 +78,7 @@ def test_spec_values_cannot_inject(tmp_path: Path) -> None:
     """Run the whole generated script with bash (srun and scontrol stubbed): every hostile
     value reaches the program, and its environment, literally."""
     data = spec_dict(launch={"extra_args": HOSTILE, "entrypoint": "train $(touch pwned).py",
+                             "check_extra_args": False,  # words no parser accepts, on purpose
                              "env": {"NCCL_X": ENV_VALUE}},
                      slurm={"container_image": "img; touch pwned",
                             "container_mounts": ["/a:/b", "$(touch pwned)"]})

@@ -40,7 +40,9 @@ def _spec(name: str, framework: str, gpus: int, gpu: str, model: dict, global_ba
             "cluster": {"nodes": gpus // 8, "gpus_per_node": 8, "gpu": gpu}, "model": model,
             "parallelism": parallelism,
             "batch": {"micro_batch_size": micro, "global_batch_size": global_batch},
-            "training": {"train_iters": 1000, "lr": 1.0e-4, "warmup": {"iters": 10}, **training}}
+            "training": {"train_iters": 1000, "lr": 1.0e-4, "warmup": {"iters": 10}, **training},
+            # BLOOM trained with its own fork (ALiBi); NeoX's configs are microsoft's flags
+            **({"megatron": {"fork": "bigscience"}} if name == "bloom-176b" else {})}
 
 
 def cases() -> list[Published]:

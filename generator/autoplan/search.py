@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from generator.autoplan.space import virtual_stages
+from generator.autoplan.space import expressible, virtual_stages
 from generator.estimate.memory import Layout, Memory, estimate_memory
 from generator.estimate.params import Shape
 from generator.estimate.performance import Performance, estimate_performance
@@ -200,8 +200,10 @@ def _layouts(spec, choices: dict[str, list], rules: _Rules, out: Search):
 
 def _tensor(spec, choices, v):
     fixed_sp = "sequence_parallel" in (spec.doc.data.get("parallelism") or {})
+    expressible_sp = spec.framework != "deepspeed" and \
+        expressible(spec, "sequence_parallel", [True]) == [True]
     for tp in choices["tp"]:
-        sp = spec.parallelism.sequence_parallel if fixed_sp else tp > 1 and spec.framework != "deepspeed"
+        sp = spec.parallelism.sequence_parallel if fixed_sp else tp > 1 and expressible_sp
         yield {"tp": tp, "sequence_parallel": sp, "etp": spec.parallelism.etp or tp}
 
 

@@ -67,7 +67,7 @@ def domains(given: dict[str, Any], spec) -> dict[str, list]:
         "zero_stage": [0, 1, 2, 3] if fw != "megatron-lm" else [None],
         "distributed_optimizer": [False, True] if fw == "megatron-lm" else [False],
         "micro_batch_size": list(MICRO_BATCHES),
-        "recompute": ["none", "selective", "full"],
+        "recompute": expressible(spec, "recompute", ["none", "selective", "full"]),
     }
     fixed = {"tp": p.tp, "pp": p.pp, "cp": p.cp, "ep": p.ep, "vpp": p.vpp, "zero_stage": p.zero_stage,
              "distributed_optimizer": p.distributed_optimizer,
@@ -78,6 +78,14 @@ def domains(given: dict[str, Any], spec) -> dict[str, list]:
         out[key] = default[key] if value == "auto" else list(value) if isinstance(value, list) \
             else [fixed[key]]
     return out
+
+
+def expressible(spec, name: str, values: list) -> list:
+    """The values of ``name`` that the spec's Megatron dialect can write (all without one)."""
+    from generator.dialects import dialect_of
+
+    d = dialect_of(spec)
+    return values if d is None else [v for v in values if d.expresses(name, v)]
 
 
 def virtual_stages(choice: list, layers_per_stage: int, pp: int) -> list[int]:

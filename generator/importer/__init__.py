@@ -88,7 +88,14 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     elif framework in ("deepspeed", "fsdp"):
         extra = _without_deepspeed_config(words)
     else:
-        extra = read_megatron(words, draft, ascend)
+        from generator.dialects import dialect
+
+        name = facts["megatron_dialect"].value if "megatron_dialect" in facts else "megatron-lm"
+        if ascend and name == "megatron-lm":
+            name = "mindspeed-llm"
+        if name.startswith("megatron-deepspeed/"):
+            draft.set("megatron.fork", name.split("/", 1)[1])
+        extra = read_megatron(words, draft, dialect(name))
     nodes = facts["nodes"].value if "nodes" in facts else None
     read_accelerate(facts, draft, nodes)
     if run.ds_facts:

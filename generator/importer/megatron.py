@@ -6,89 +6,19 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from generator.dialects import Dialect
 from generator.importer.draft import Draft
 from generator.readers.bash.evaluate import UNKNOWN
 
-# flag -> (spec path, type); each takes one value
-_VALUES = {
-    "--num-layers": ("model.num_layers", int), "--hidden-size": ("model.hidden_size", int),
-    "--ffn-hidden-size": ("model.ffn_hidden_size", int),
-    "--num-attention-heads": ("model.num_attention_heads", int),
-    "--num-query-groups": ("model.num_query_groups", int),
-    "--num-key-value-heads": ("model.num_query_groups", int),
-    "--seq-length": ("model.seq_length", int),
-    "--max-position-embeddings": ("model.max_position_embeddings", int),
-    "--vocab-size": ("model.vocab_size", int),
-    "--num-experts": ("model.num_experts", int), "--moe-router-topk": ("model.moe_top_k", int),
-    "--tensor-model-parallel-size": ("parallelism.tp", int),
-    "--pipeline-model-parallel-size": ("parallelism.pp", int),
-    "--context-parallel-size": ("parallelism.cp", int),
-    "--ds-sequence-parallel-size": ("parallelism.cp", int),
-    "--expert-model-parallel-size": ("parallelism.ep", int),
-    "--moe-expert-parallel-size": ("parallelism.ep", int),
-    "--expert-tensor-parallel-size": ("parallelism.etp", int),
-    "--num-virtual-stages-per-pipeline-rank": ("parallelism.vpp", int),
-    "--decoder-first-pipeline-num-layers": ("parallelism.first_stage_layers", int),
-    "--decoder-last-pipeline-num-layers": ("parallelism.last_stage_layers", int),
-    "--zero-stage": ("parallelism.zero_stage", int),
-    "--micro-batch-size": ("batch.micro_batch_size", int),
-    "--global-batch-size": ("batch.global_batch_size", int),
-    "--train-iters": ("training.train_iters", int), "--train-samples": ("training.train_samples", int),
-    "--lr": ("training.lr", float), "--min-lr": ("training.min_lr", float),
-    "--weight-decay": ("training.weight_decay", float), "--adam-eps": ("training.adam_eps", float),
-    "--clip-grad": ("training.gradient_clipping", float), "--seed": ("training.seed", int),
-    "--log-interval": ("training.log_interval", int),
-}
-# flag -> (spec path, {value written: spec value})
-_CHOICES = {
-    "--position-embedding-type": ("model.position_embedding", {
-        "learned_absolute": "learned_absolute", "absolute": "learned_absolute", "rope": "rope",
-        "rotary": "rope", "alibi": "alibi", "none": "none"}),
-    "--normalization": ("model.normalization", {"RMSNorm": "rmsnorm", "rmsnorm": "rmsnorm",
-                                                "LayerNorm": "layernorm", "layernorm": "layernorm"}),
-    "--lr-decay-style": ("training.decay", {"cosine": "cosine", "linear": "linear",
-                                            "constant": "constant", "WSD": "wsd"}),
-    "--recompute-granularity": ("training.recompute", {"full": "full", "selective": "selective"}),
-}
-# switch -> (spec path, value it sets); None: implied by other values
-_SWITCHES = {
-    "--sequence-parallel": ("parallelism.sequence_parallel", True),
-    "--use-distributed-optimizer": ("parallelism.distributed_optimizer", True),
-    "--swiglu": ("model.activation", "swiglu"),
-    "--untie-embeddings-and-output-weights": ("model.tie_embeddings", False),
-    "--use-rotary-position-embeddings": ("model.position_embedding", "rope"),
-    "--bf16": ("training.precision", "bf16"), "--fp16": ("training.precision", "fp16"),
-    "--recompute-activations": ("training.recompute", "selective"),
-    "--group-query-attention": None, "--deepspeed": None,
-}
-_PACKING = ("--reset-position-ids", "--reset-attention-mask", "--eod-mask-loss")
-# MindSpeed-LLM's switches the generator renders on Ascend (templates/megatron_args.sh.j2)
-MINDSPEED = ("--use-mcore-models", "--use-flash-attn", "--use-fused-rmsnorm", "--use-fused-swiglu",
-             "--use-fused-rotary-pos-emb", "--no-masked-softmax-fusion")
-# read below, with the other values in view
-_OTHERS = {"--adam-beta1": 1, "--adam-beta2": 1, "--lr-warmup-iters": 1, "--lr-warmup-samples": 1,
-           "--lr-warmup-fraction": 1, "--lr-decay-iters": 1, "--lr-decay-samples": 1,
-           "--lr-wsd-decay-style": 1, "--lr-wsd-decay-iters": 1, "--lr-wsd-decay-samples": 1,
-           "--recompute-method": 1, "--recompute-num-layers": 1, "--rampup-batch-size": 3,
-           "--step-batch-size-schedule": 1, "--deepspeed_config": 1, "--deepspeed-config": 1,
-           "--num-layers-per-virtual-pipeline-stage": 1, "--fp8-format": 1,
-           "--fp8-amax-history-len": 1, "--fp8-amax-compute-algo": 1, "--fp8-param-gather": 0}
-# the FP8 settings the generator renders for precision fp8 (templates/megatron_args.sh.j2)
-_FP8 = {"--fp8-format": "hybrid", "--fp8-amax-history-len": "1024", "--fp8-amax-compute-algo": "max"}
-_ARITY = {**dict.fromkeys(_VALUES, 1), **dict.fromkeys(_CHOICES, 1), **dict.fromkeys(_SWITCHES, 0),
-          **dict.fromkeys(_PACKING, 0), **_OTHERS}
-
-# Megatron's own defaults for what a hand-written script leaves out (arguments.py), where
-# they differ from the spec's defaults.
-_MEGATRON_DEFAULTS = {"training.decay": "linear", "training.log_interval": 100,
-                      "training.precision": "fp32", "training.recompute": "none",
-                      "training.adam_betas": [0.9, 0.999]}
+# the spec's values for what a script leaves out, where the dialect's parser assumes them
+_ASSUMED = {"precision": "training.precision", "recompute": "training.recompute"}
+_KIND = {"int": int, "float": float, "str": str}
 
 
-def split_arguments(words: list[str | None], ascend: bool = False
+def split_arguments(words: list[str | None], d: Dialect
                     ) -> tuple[dict[str, list[str | None]], list[str | None]]:
-    """({known Megatron flag: its values (last occurrence)}, the other words in order)."""
-    return split_words(words, {**_ARITY, **dict.fromkeys(MINDSPEED, 0)} if ascend else _ARITY)
+    """({flag of the dialect's table: its values (last occurrence)}, the other words in order)."""
+    return split_words(words, {e.flag: e.arity for e in d.entries})
 
 
 def split_words(words: list[str | None], arities: dict[str, int]
@@ -136,54 +66,81 @@ def set_adam_betas(draft: Draft, beta1: float | None, beta2: float | None) -> No
                                       0.999 if beta2 is None else beta2])
 
 
-def read_megatron(words: list[str | None], draft: Draft, ascend: bool = False) -> list[str | None]:
-    """Spec values from the entry point's arguments (on Ascend, MindSpeed's kernel switches are
-    the generator's own); returns the words left for extra_args."""
-    known, extra = split_arguments(words, ascend)
-    if ascend:  # MindSpeed's NPU flash attention is a switch
-        draft.set("training.flash_attention", "--use-flash-attn" in known)
-    for path, value in _MEGATRON_DEFAULTS.items():
-        draft.set(path, value)
+def framework_defaults(d: Dialect) -> dict[str, object]:
+    """The training values a script that leaves the flag out gets: the dialect parser's own
+    defaults (catalogue), as spec values."""
+    out: dict[str, object] = {}
+    for entry in d.entries:
+        option = d.catalogue.get(entry.flag)
+        if not entry.spec or not entry.spec.startswith("training.") or entry.implied or option is None \
+                or option.default is None or entry.switch:
+            continue
+        value = entry.meaning([str(option.default)]) if entry.map else option.default
+        if value is not None:
+            out.setdefault(entry.spec, value)
+    for name, path in _ASSUMED.items():
+        out[path] = d.defaults[name]
+    return out
 
-    for flag, (path, kind) in _VALUES.items():
-        if flag in known:
-            got = flag_value(known, flag, kind)
+
+def read_megatron(words: list[str | None], draft: Draft, d: Dialect) -> list[str | None]:
+    """Spec values from the entry point's arguments, read with the dialect's table (flags the
+    table writes map back to their spec fields); returns the words left for extra_args."""
+    known, extra = split_arguments(words, d)
+    for path, value in framework_defaults(d).items():
+        draft.set(path, value)
+    for entry in d.entries:
+        if entry.flag not in known or entry.spec is None or entry.implied:
+            continue
+        words_ = known[entry.flag]
+        if entry.type in _KIND:
+            got = flag_value(known, entry.flag, _KIND[entry.type])
             if got is None:
-                draft.unknown(path, f"{flag} is {_shown(known[flag][0])}, not known before run time")
+                draft.unknown(entry.spec, f"{entry.flag} is {_shown(words_[0])}, not known before run time")
             else:
-                draft.set(path, got)
-    for flag, (path, choices) in _CHOICES.items():
-        if flag in known:
-            text = known[flag][0] or ""
-            if text in choices:
-                draft.set(path, choices[text])
+                draft.set(entry.spec, got)
+        elif entry.map is not None:
+            meaning = entry.meaning([w or "" for w in words_])
+            if meaning is None:
+                draft.notes.append(f"{entry.flag} {_shown(words_[0])} has no spec equivalent; "
+                                   "kept in extra_args")
+                extra += [entry.flag, *words_]
             else:
-                draft.notes.append(f"{flag} {_shown(text)} has no spec equivalent; kept in extra_args")
-                extra += [flag, known[flag][0]]
-    for flag, target in _SWITCHES.items():
-        if flag in known and target is not None:
-            draft.set(*target)
+                draft.set(entry.spec, entry.spec_value if entry.spec_value is not None else meaning)
+        else:
+            draft.set(entry.spec, entry.spec_value if entry.spec_value is not None else entry.when)
     if "--adam-beta1" in known or "--adam-beta2" in known:
         set_adam_betas(draft, flag_value(known, "--adam-beta1", float),
                        flag_value(known, "--adam-beta2", float))
-    if "--fp8-format" in known:
-        draft.set("training.precision", "fp8")
-        differ = [f"{flag} {known[flag][0]}" for flag, rendered in _FP8.items()
-                  if flag in known and known[flag][0] != rendered]
-        if differ:
-            draft.marks["training.precision"] = (f"the files use {', '.join(differ)}; precision fp8 "
-                                                 f"renders {' '.join(f'{k} {v}' for k, v in _FP8.items())}")
-    packing = [flag for flag in _PACKING if flag in known]
-    if packing:
-        draft.set("data.packing", True)
-        if len(packing) < len(_PACKING):
-            draft.marks["data.packing"] = (f"the files give only {', '.join(packing)}; packing renders "
-                                           f"all of {', '.join(_PACKING)}")
+    _implied(known, draft, d)
     _vpp(known, draft)
-    _recompute(known, draft)
     _schedule(known, draft)
     _batch_changes(known, draft)
     return extra
+
+
+def _implied(known: dict, draft: Draft, d: Dialect) -> None:
+    """Flags the dialect writes along with another (full recompute's method, FP8's recipe, the
+    packing trio): a script that gives other values, or leaves some out, is marked."""
+    primary = {e.value: e for e in d.entries if e.spec and not e.implied}
+    for entry in d.entries:
+        if not entry.implied or entry.value not in primary:
+            continue
+        owner = primary[entry.value]
+        value = draft.get(owner.spec)
+        if owner.spec_value is not None or value is None:
+            continue
+        wanted = entry.spelled(True if entry.switch and entry.when is True else value)
+        if wanted is None:
+            continue
+        given = known.get(entry.flag)
+        if given is None and not (entry.switch and any(e.flag in known for e in d.entries
+                                                       if e.value == entry.value and e is not entry)):
+            continue
+        if given is None or list(given) != wanted:
+            shown = f"{entry.flag} {' '.join(w or '?' for w in given)}" if given else f"no {entry.flag}"
+            draft.marks[owner.spec] = (f"the files give {shown}; {owner.spec} {value} renders "
+                                       f"{' '.join([entry.flag, *wanted])}")
 
 
 def _vpp(known: dict, draft: Draft) -> None:
@@ -191,17 +148,6 @@ def _vpp(known: dict, draft: Draft) -> None:
     layers, pp = draft.get("model.num_layers"), draft.get("parallelism.pp", 1)
     if per_virtual and layers and pp and layers % pp == 0 and (layers // pp) % per_virtual == 0:
         draft.set("parallelism.vpp", layers // pp // per_virtual)
-
-
-def _recompute(known: dict, draft: Draft) -> None:
-    if draft.get("training.recompute") != "full":
-        return
-    method = (known.get("--recompute-method") or ["uniform"])[0]
-    layers = (known.get("--recompute-num-layers") or ["1"])[0]
-    if (method, layers) != ("uniform", "1"):
-        draft.marks["training.recompute"] = (f"the files recompute with --recompute-method {method} "
-                                             f"--recompute-num-layers {layers}; the spec's full "
-                                             "recompute renders uniform, 1 layer")
 
 
 def _schedule(known: dict, draft: Draft) -> None:

@@ -22,13 +22,6 @@ from generator.spec.model import Spec
 
 DERIVED = "derived"
 
-# --position-embedding-type values: megatron-core vs Megatron-DeepSpeed's PositionEmbeddingType.
-_POSITION_EMBEDDING_FLAG = {
-    "megatron-lm": {"learned_absolute": "learned_absolute", "rope": "rope", "none": "none"},
-    "megatron-deepspeed": {"learned_absolute": "absolute", "rope": "rotary", "alibi": "alibi",
-                           "none": "none"},
-}
-
 
 class PlanError(UserError):
     """The spec describes no valid run; each finding names its values and a fix."""
@@ -115,8 +108,14 @@ class Plan:
                 "wsd": "warmup_stable_decay"}[decay]
 
     @property
-    def megatron_position_embedding(self) -> str:
-        return _POSITION_EMBEDDING_FLAG[self.framework][self.model.position_embedding]
+    def dialect(self):
+        """The dialect the Megatron arguments are written in (None without Megatron arguments)."""
+        from generator.dialects import dialect_of
+
+        return dialect_of(self.spec)
+
+    def dialect_can(self, capability: str) -> bool:
+        return self.dialect is not None and self.dialect.can(capability)
 
     @property
     def min_lr_ratio(self) -> float:
@@ -156,7 +155,7 @@ class Plan:
     def rampup_flag(self) -> tuple[int, int, int] | None:
         """--rampup-batch-size S I R, for Megatron versions that still honour it."""
         ramp = self.batch_ramp
-        if ramp is None or ramp.kind != "rampup" or not self.spec.megatron.has_rampup:
+        if ramp is None or ramp.kind != "rampup" or not self.dialect_can("rampup"):
             return None
         return ramp.rampup
 
@@ -244,6 +243,9 @@ class Plan:
             "spec": s.source,
             "name": s.name,
             "framework": s.framework,
+            "dialect": None if self.dialect is None else {"name": self.dialect.name,
+                                                          "release": self.dialect.release,
+                                                          "title": str(self.dialect)},
             "cluster": {"nodes": s.cluster.nodes, "gpus_per_node": s.cluster.gpus_per_node,
                         "gpu": s.cluster.gpu, "world_size": self.world_size},
             "parallelism": {"tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep,
@@ -405,6 +407,11 @@ def resolve(spec: Spec) -> Plan:
         warnings=tuple(f for f in findings if f.severity != "error"),
         derivation=derivation(spec, world, dp, solved, schedule),
     )
+    from generator.dialects.check import dialect_findings
+
+    refused = [f for f in dialect_findings(plan) if f.severity == "error"]
+    if refused:
+        raise PlanError(refused)
     estimate = plan.estimate()
     checked = replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts))
     object.__setattr__(checked, "_estimate", estimate)  # the added warnings do not change it

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from functools import cache
 
 from generator.readers.bash import Command, Field, Script, read_script
 from generator.rules.registry import Fact
@@ -43,35 +44,24 @@ _ACCELERATE_FLAGS = {"--multi_gpu", "--cpu", "--tpu", "--use_deepspeed", "--use_
                      "--use_megatron_lm", "--same_network", "--debug", "--quiet", "-q",
                      "--module", "-m", "--no_python", "--enable_cpu_affinity", "--use_xpu",
                      "--use_parallelism_config", "--downcast_bf16", "--tpu_use_cluster"}
-_INT_FLAGS = {
-    "--tensor-model-parallel-size": "tp", "--pipeline-model-parallel-size": "pp",
-    "--context-parallel-size": "cp", "--ds-sequence-parallel-size": "cp",
-    "--expert-model-parallel-size": "ep", "--moe-expert-parallel-size": "ep",
-    "--expert-tensor-parallel-size": "etp", "--num-virtual-stages-per-pipeline-rank": "vpp",
-    "--num-layers-per-virtual-pipeline-stage": "layers_per_virtual_stage",
-    "--decoder-first-pipeline-num-layers": "first_stage_layers",
-    "--decoder-last-pipeline-num-layers": "last_stage_layers",
-    "--micro-batch-size": "micro_batch_size", "--global-batch-size": "global_batch_size",
-    "--seq-length": "seq_length", "--max-position-embeddings": "max_position_embeddings",
-    "--num-layers": "num_layers", "--hidden-size": "hidden_size",
-    "--num-attention-heads": "num_attention_heads", "--num-query-groups": "num_query_groups",
-    "--num-key-value-heads": "num_query_groups", "--num-experts": "num_experts",
-    "--moe-router-topk": "moe_top_k", "--zero-stage": "zero_stage", "--train-iters": "train_iters",
-    "--train-samples": "train_samples", "--lr-warmup-iters": "lr_warmup_iters",
-    "--lr-warmup-samples": "lr_warmup_samples", "--lr-decay-iters": "lr_decay_iters",
-    "--lr-decay-samples": "lr_decay_samples",
-}
-_BOOL_FLAGS = {"--sequence-parallel": "sequence_parallel",
-               "--use-distributed-optimizer": "distributed_optimizer",
-               "--group-query-attention": "group_query_attention", "--deepspeed": "deepspeed_flag",
-               "--reset-position-ids": "reset_position_ids",
-               "--reset-attention-mask": "reset_attention_mask", "--eod-mask-loss": "eod_mask_loss"}
-_MEGATRON_HINTS = {"--micro-batch-size", "--tensor-model-parallel-size", "--num-layers",
-                   "--global-batch-size", "--pipeline-model-parallel-size", "--seq-length"}
 # Hugging Face TrainingArguments that carry the plan's numbers -> fact names
 _TRAINER_FLAGS = {"--per_device_train_batch_size": "micro_batch_size",
                   "--gradient_accumulation_steps": "gradient_accumulation_steps",
                   "--max_steps": "train_iters", "--warmup_steps": "lr_warmup_iters"}
+
+
+@cache
+def _megatron_reading() -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """From the dialect tables: {int flag: fact}, {switch flag: fact} over every Megatron
+    dialect, and the flags that mark an argument list as Megatron's (batch and layout)."""
+    from generator.dialects import all_entries
+
+    ints = {e.flag: e.fact or e.value for e in all_entries() if e.type == "int" and e.nargs == 1}
+    switches = {e.flag: e.fact or e.value for e in all_entries()
+                if e.switch and e.when is True and e.value}
+    hints = {e.flag for e in all_entries() if e.value in (
+        "micro_batch_size", "global_batch_size", "tp", "pp", "num_layers", "seq_length")}
+    return ints, switches, hints
 
 
 @dataclass
@@ -330,13 +320,20 @@ class _Reader:
         if not flags:
             return
         self.out.facts["megatron_flags"] = Fact(flags, self.src(entry))
-        megatron = bool(_MEGATRON_HINTS & set(flags))
-        for flag, name in _INT_FLAGS.items():
+        int_flags, switch_flags, hints = _megatron_reading()
+        megatron = bool(hints & set(flags))
+        for flag, name in int_flags.items():
             if flag in values and megatron:
                 self.fact(name, _int(values[flag].text), values[flag])
-        for flag, name in _BOOL_FLAGS.items():
+        for flag, name in switch_flags.items():
             if flag in values and megatron:
                 self.fact(name, True, values[flag])
+        if megatron:
+            from generator.dialects import detect
+
+            position = values.get("--position-embedding-type")
+            found = detect(set(flags), alibi=position is not None and position.text == "alibi")
+            self.fact("megatron_dialect", found.name, entry)
         trainer = "--per_device_train_batch_size" in values and not megatron
         if megatron or trainer:  # Megatron and the HF Trainer spell these alike
             for flag in ("--bf16", "--fp16"):

@@ -96,8 +96,13 @@ def plan_line(plan: Plan) -> str:
 
 def render(plan: Plan, target: str) -> str:
     template = _environment().get_template(ARTIFACTS[target][1])
+    extra: dict[str, Any] = {}
+    if target == "megatron":
+        from generator.dialects.arguments import argument_lines, megatron_values
+
+        extra = {"dialect": plan.dialect, "arguments": argument_lines(plan.dialect, megatron_values(plan))}
     return template.render(plan=plan, spec=plan.spec, model=plan.model,
-                           header=header(plan), plan_line=plan_line(plan))
+                           header=header(plan), plan_line=plan_line(plan), **extra)
 
 
 def render_plan_json(plan: Plan) -> str:

@@ -218,21 +218,28 @@ def ds_scheduler(ds_scheduler: tuple) -> str | None:
     return None
 
 
-@rule("GL201", "megatron-removed-flag", "A Megatron-LM flag that was removed or renamed.")
-def removed_flag(megatron_flags: dict, ascend: bool | None = None) -> str | None:
-    """Removed flags make the program exit; renamed ones are rejected by argparse; no-op flags are
-    accepted and do nothing (reference/megatron.md §11). On Ascend NPUs, MindSpeed-LLM still
-    defines some of them (--use-flash-attn for its NPU flash attention, --use-mcore-models,
-    --use-rotary-position-embeddings): not reported there. Fix: the replacement named.
+@rule("GL201", "megatron-removed-flag",
+      "A Megatron flag that the script's own dialect (fork, release) removed, renamed or refuses.")
+def removed_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | None = None) -> str | None:
+    """Each flag is judged by the dialect the script is written in (detected from what it passes:
+    --deepspeed and the fork whose parser defines its flags for Megatron-DeepSpeed, MindSpeed's
+    switches or an Ascend environment for MindSpeed-LLM, else current Megatron-LM): a flag that
+    dialect's parser does not define but an older release or another fork does is refused at
+    start-up ("unrecognized arguments"); some defined flags are refused by validation
+    (--checkpoint-activations in Megatron-LM) or accepted and ignored (no-ops). A flag valid in
+    the fork the script targets is not reported. Fix: the replacement named.
 
-    Example: --checkpoint-activations (use --recompute-activations)."""
-    table = load("megatron_flags.yaml")
-    for flag, source in megatron_flags.items():
-        if flag in table and not (ascend and table[flag].get("mindspeed")):
-            entry = table[flag]
-            return (f"{flag} is {entry['status']} in current Megatron-LM; use {entry['use']}", (),
-                    (flag, source))
-    return None
+    Example: --checkpoint-activations in a Megatron-LM script (use --recompute-activations);
+    --recompute-granularity full in a script for BLOOM's fork (use --checkpoint-activations)."""
+    from generator.dialects import dialect, judge_flags
+
+    name = "mindspeed-llm" if ascend and megatron_dialect == "megatron-lm" else megatron_dialect
+    problems = judge_flags(dialect(name), list(megatron_flags))
+    if not problems:
+        return None
+    first = problems[0][0]
+    listed = "; ".join(f"{flag} {why}" for flag, why in problems)
+    return (f"{listed}", (), (first, megatron_flags[first]))
 
 
 @rule("GL202", "query-groups-without-gqa",

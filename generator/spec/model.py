@@ -121,12 +121,8 @@ class Data:
 
 @dataclass(frozen=True)
 class Megatron:
-    version: str  # core_v0.16 | core_v0.17 | core_v0.18 | latest
-
-    @property
-    def has_rampup(self) -> bool:
-        """--rampup-batch-size works up to core 0.17; later releases parse and ignore it."""
-        return self.version in ("core_v0.16", "core_v0.17")
+    version: str  # a Megatron-LM release: core_v0.12 ... core_v0.19 | latest
+    fork: str = "microsoft"  # the Megatron-DeepSpeed fork: microsoft | bigscience
 
 
 @dataclass(frozen=True)
@@ -136,6 +132,7 @@ class Launch:
     python: str
     extra_args: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
+    check_extra_args: bool = True
 
 
 @dataclass(frozen=True)
@@ -304,6 +301,7 @@ def build_spec(doc: Document) -> Spec:
             python=data["launch"]["python"],
             extra_args=tuple(data["launch"]["extra_args"]),
             env=tuple((k, _env_text(v)) for k, v in data["launch"]["env"].items()),
+            check_extra_args=data["launch"].get("check_extra_args", True),
         ),
         slurm=Slurm(**{**data["slurm"], "container_mounts": tuple(data["slurm"]["container_mounts"])}),
         megatron=Megatron(**data["megatron"]),

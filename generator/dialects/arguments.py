@@ -1,0 +1,140 @@
+"""A plan's Megatron arguments in its dialect: the plan values (named as in the tables), the
+table walked forward into argument lines, and what the dialect cannot express."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from generator.dialects import Dialect, dialect, dialect_of, megatron_dialect_names
+
+# plan value -> the spec field it comes from (where a refusal points)
+SPEC_FIELD = {
+    "group_query_attention": "model.num_query_groups", "num_query_groups": "model.num_query_groups",
+    "position_embedding": "model.position_embedding", "activation": "model.activation",
+    "normalization": "model.normalization", "untie_embeddings": "model.tie_embeddings",
+    "num_experts": "model.num_experts", "moe_top_k": "model.moe_top_k", "packing": "data.packing",
+    "cp": "parallelism.cp", "ep": "parallelism.ep", "etp": "parallelism.etp",
+    "first_stage_layers": "parallelism.first_stage_layers",
+    "last_stage_layers": "parallelism.last_stage_layers", "vpp": "parallelism.vpp",
+    "sequence_parallel": "parallelism.sequence_parallel",
+    "distributed_optimizer": "parallelism.distributed_optimizer",
+    "batch_schedule": "batch.schedule", "rampup": "batch.rampup", "decay": "training.decay",
+    "precision": "training.precision", "fp8_param_gather": "training.precision",
+    "recompute": "training.recompute", "flash_attention": "training.flash_attention",
+    "ascend": "cluster.gpu", "zero_stage": "parallelism.zero_stage",
+}
+# values that only say how others are written (no flag of their own has to carry them)
+_CARRIED = {"world_size", "dp", "global", "accumulation", "steps", "warmup_steps", "vocab_size",
+            "layers_per_virtual_stage", "lr_warmup_fraction"}
+
+
+def megatron_values(plan) -> dict[str, Any]:
+    """Every value the Megatron arguments carry, under the names the dialect tables use; None
+    (or False) where the run does not use it."""
+    s, m, p, t = plan.spec, plan.model, plan.spec.parallelism, plan.spec.training
+    sample_based = plan.schedule.sample_based
+    gqa = m.num_query_groups != m.num_attention_heads
+    experts = bool(m.num_experts)
+    wsd = t.decay == "wsd"
+    ascend = plan.gpu.get("vendor") == "huawei"
+    return {
+        "num_layers": m.num_layers, "hidden_size": m.hidden_size, "ffn_hidden_size": m.ffn_hidden_size,
+        "num_attention_heads": m.num_attention_heads, "group_query_attention": gqa,
+        "num_query_groups": m.num_query_groups if gqa else None, "seq_length": m.seq_length,
+        "max_position_embeddings": m.max_position_embeddings, "vocab_size": m.vocab_size,
+        "position_embedding": m.position_embedding, "activation": m.activation,
+        "normalization": m.normalization, "untie_embeddings": not m.tie_embeddings,
+        "packing": s.data.packing, "num_experts": m.num_experts if experts else None,
+        "moe_top_k": m.moe_top_k if experts else None,
+        "tp": plan.tp, "pp": plan.pp, "cp": plan.cp, "ep": plan.ep if experts else None,
+        "etp": plan.etp if experts else None, "first_stage_layers": p.first_stage_layers,
+        "last_stage_layers": p.last_stage_layers, "vpp": plan.vpp if plan.vpp > 1 else None,
+        "sequence_parallel": p.sequence_parallel, "distributed_optimizer": p.distributed_optimizer,
+        "micro_batch_size": plan.micro_batch_size, "batch_schedule": plan.step_schedule,
+        "rampup": plan.rampup_flag if plan.step_schedule is None else None,
+        "global_batch_size": plan.global_batch_size if plan.step_schedule is None else None,
+        "train_samples": plan.train_samples if sample_based else None,
+        "lr_warmup_samples": plan.warmup_samples if sample_based else None,
+        "lr_decay_samples": plan.train_samples if sample_based else None,
+        "train_iters": None if sample_based else plan.schedule.train_iters,
+        "lr_warmup_iters": None if sample_based else plan.schedule.warmup_iters,
+        "lr_decay_iters": None if sample_based else plan.schedule.train_iters,
+        "lr": plan.lr, "min_lr": t.min_lr, "decay": t.decay,
+        "wsd_decay_samples": plan.wsd_decay_samples if wsd and sample_based else None,
+        "wsd_decay_iters": plan.wsd_decay_iters if wsd and not sample_based else None,
+        "weight_decay": t.weight_decay, "adam_beta1": t.adam_betas[0], "adam_beta2": t.adam_betas[1],
+        "adam_eps": t.adam_eps, "clip_grad": t.gradient_clipping, "seed": t.seed,
+        "log_interval": t.log_interval, "precision": t.precision,
+        "fp8_param_gather": t.precision == "fp8" and p.distributed_optimizer,
+        "recompute": t.recompute, "ascend": ascend,
+        "flash_attention": t.flash_attention if ascend else False,
+        "deepspeed_flag": plan.framework == "megatron-deepspeed",
+        "deepspeed_config": "ds_config.json" if plan.framework == "megatron-deepspeed" else None,
+        "zero_stage": plan.zero_stage if plan.framework == "megatron-deepspeed" else None,
+        # for the comments only
+        "world_size": plan.world_size, "dp": plan.dp, "global": plan.global_batch_size,
+        "accumulation": plan.gradient_accumulation_steps, "steps": plan.schedule.train_iters,
+        "warmup_steps": plan.schedule.warmup_iters,
+    }
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the argument array: a comment, or a flag with its (shell-ready) words."""
+
+    comment: str | None = None
+    flag: str | None = None
+    words: tuple[str, ...] = ()
+    raw: bool = False  # words are literal shell text from the table (not plan values)
+
+
+def argument_lines(d: Dialect, values: dict[str, Any]) -> list[Line]:
+    """The dialect's table walked forward over the plan values: comment and flag lines."""
+    lines: list[Line] = []
+    groups = dict(d.groups)
+    pending: str | None = None
+    for index, entry in enumerate(d.entries):
+        if index in groups:
+            pending = groups[index]
+        if not entry.write or not entry.applies(values):
+            continue
+        words = entry.spelled(values.get(entry.value)) if entry.value else []
+        if words is None:
+            continue
+        comment = entry.group or pending
+        if comment is not None:
+            lines.append(Line(comment=comment.format(**values)))
+            pending = None
+        lines.append(Line(flag=entry.flag, words=tuple(words), raw=entry.raw is not None))
+    return lines
+
+
+def unexpressed(d: Dialect, values: dict[str, Any]) -> list[str]:
+    """Plan values that the run uses and that no entry of the dialect writes (nor its parser
+    assumes): the dialect cannot express them."""
+    written = {entry.value for entry in d.entries if entry.write and entry.value
+               and (not entry.applies(values) or entry.spelled(values.get(entry.value)) is not None
+                    or (entry.omit is not None and values.get(entry.value) == entry.omit))}
+    missing = []
+    for name, value in values.items():
+        if name in written or name in _CARRIED or value is None or value is False:
+            continue
+        if d.defaults.get(name) == value or name not in SPEC_FIELD:
+            continue
+        missing.append(name)
+    return missing
+
+
+def expressing(name: str, value: Any, values: dict[str, Any], release: str | None) -> list[str]:
+    """The dialects that can write ``name`` = ``value``."""
+    out = []
+    for candidate in megatron_dialect_names():
+        d = dialect(candidate, release if candidate in ("megatron-lm", "mindspeed-llm") else None)
+        if name not in unexpressed(d, {**values, name: value}):
+            out.append(str(d))
+    return out
+
+
+def plan_dialect(plan) -> Dialect | None:
+    return dialect_of(plan.spec)

@@ -1,0 +1,114 @@
+"""A plan against its dialect: values the dialect cannot write (GL218), and launch.extra_args
+against the dialect's parser (GL219, GL220). Run by resolve once the plan exists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.dialects import Catalogue, Dialect
+from generator.dialects.arguments import SPEC_FIELD, argument_lines, expressing, megatron_values, unexpressed
+from generator.rules import RULES, Fact, Finding
+from generator.rules.dialect import did_you_mean
+
+
+def dialect_findings(plan) -> list[Finding]:
+    d = plan.dialect
+    if d is None:
+        return []
+    values = megatron_values(plan)
+    findings = []
+    for name in unexpressed(d, values):
+        field_ = SPEC_FIELD[name]
+        shown = _spec_value(plan.spec, field_)
+        others = [o for o in expressing(name, values[name], values, d.release) if o != str(d)]
+        fact = Fact((field_, shown, str(d), tuple(others)), plan.spec.where(field_))
+        findings.append(RULES["GL218"].run({"dialect_unexpressed": fact}))
+    if plan.spec.launch.check_extra_args:
+        findings += extra_args_findings(plan, d, values)
+    return findings
+
+
+def _spec_value(spec, dotted: str) -> Any:
+    value: Any = spec
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def split_argv(words: list[str], cat: Catalogue,
+               label: str) -> tuple[list[tuple[int, str, list[str]]], list[str]]:
+    """An entry point's words read as its parser would: [(index, flag, values)] for the options
+    (``--flag=value`` or ``--flag v1 v2`` by the option's arity) and a problem for every word the
+    parser would refuse (unknown option, missing values, a value outside its choices, a stray
+    word)."""
+    options: list[tuple[int, str, list[str]]] = []
+    problems: list[str] = []
+    k = 0
+    while k < len(words):
+        word = words[k]
+        index = k
+        k += 1
+        if not word.startswith("-") or word in ("-", "--"):
+            problems.append(f"launch.extra_args[{index}] {word!r} is not an option (the parser "
+                            "takes no positional arguments)")
+            continue
+        name, eq, inline = word.partition("=")
+        option = cat.get(name)
+        if option is None:
+            problems.append(f"launch.extra_args[{index}] {name} is not an option of "
+                            f"{label}{did_you_mean(name, cat.options)}")
+            if not eq:  # skip the values that followed it
+                while k < len(words) and not words[k].startswith("--"):
+                    k += 1
+            continue
+        if eq:
+            values = [inline]
+        else:
+            most = option.arity if isinstance(option.arity, int) else (1 if option.arity == "?" else None)
+            values = []
+            while k < len(words) and (most is None or len(values) < most) and \
+                    not (words[k].startswith("--") and len(words[k]) > 2):
+                values.append(words[k])
+                k += 1
+        if not option.takes(len(values)):
+            wanted = {0: "no value", 1: "one value"}.get(option.arity, f"{option.arity} values") \
+                if isinstance(option.arity, int) else f"nargs {option.arity!r}"
+            problems.append(f"launch.extra_args[{index}] {name} takes {wanted}, got {len(values)}")
+            continue
+        if option.choices and any(v not in option.choices for v in values):
+            problems.append(f"launch.extra_args[{index}] {name} {' '.join(values)}: choose from "
+                            f"{', '.join(option.choices)}")
+            continue
+        options.append((index, name, values))
+    return options, problems
+
+
+def extra_args_findings(plan, d: Dialect, values: dict[str, Any]) -> list[Finding]:
+    spec = plan.spec
+    words = list(spec.launch.extra_args)
+    if not words:
+        return []
+    where = lambda k: str(spec.doc.locate(["launch", "extra_args", k]))  # noqa: E731
+    options, problems = split_argv(words, d.catalogue, str(d))
+    findings = []
+    for problem in problems:
+        k = int(problem.split("[", 1)[1].split("]", 1)[0])
+        findings.append(RULES["GL219"].run({"extra_arg_problem": Fact((problem,), where(k))}))
+    written = {}
+    entries = {e.flag: e for e in d.entries}
+    for line in argument_lines(d, values):
+        if line.flag:
+            option = d.catalogue.get(line.flag)
+            written[option.dest if option else line.flag] = line.flag
+    for k, flag, _ in options:
+        option = d.catalogue.get(flag)
+        dest = option.dest if option and option.dest else flag
+        if dest in written:
+            mine = written[dest]
+            entry = entries.get(mine)
+            field_ = entry.spec if entry and entry.spec else SPEC_FIELD.get(entry.value if entry else "", "")
+            origin = f" (from {field_} at {spec.where(field_)})" if field_ else ""
+            message = (f"launch.extra_args[{k}] {flag} repeats {mine}, which the plan already writes"
+                       f"{origin}; set the spec field instead and remove it from extra_args")
+            findings.append(RULES["GL220"].run({"extra_arg_duplicate": Fact((message,), where(k))}))
+    return findings

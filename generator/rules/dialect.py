@@ -1,0 +1,56 @@
+"""Rules of the spec against its framework's dialect: what the dialect cannot write (GL218), and
+the words of launch.extra_args against the dialect's parser (GL219 unknown or malformed flag,
+GL220 a flag the plan already writes)."""
+
+from __future__ import annotations
+
+import difflib
+
+from generator.rules.registry import rule
+
+
+@rule("GL218", "dialect-cannot-express",
+      "The spec asks for something the framework's dialect (fork, release) has no flag for.")
+def cannot_express(dialect_unexpressed: tuple) -> str | None:
+    """Each fork and release of Megatron has its own parser: BLOOM's Megatron-DeepSpeed fork has
+    no GQA, RMSNorm or MoE flags, microsoft's has no ALiBi, WSD or FP8, and Megatron-LM has no
+    ALiBi. Writing a flag that the parser does not define stops the job at start-up
+    ("unrecognized arguments"); leaving it out trains another model than the one named. Fix:
+    the other value, or a dialect that can express it (``megatron.fork``, ``megatron.version``,
+    ``framework``), as listed.
+
+    Example: model.normalization rmsnorm with framework megatron-deepspeed, megatron.fork
+    bigscience."""
+    field_, value, dialect, others = dialect_unexpressed
+    fix = f"use {' or '.join(others)}" if others else "no Megatron dialect can; change the value"
+    return f"{field_} {value!r} cannot be expressed in {dialect} (its parser has no flag for it); {fix}"
+
+
+@rule("GL219", "unknown-flag",
+      "A word of launch.extra_args is not an option of the framework's parser, or lacks its values.")
+def unknown_flag(extra_arg_problem: tuple) -> str | None:
+    """Megatron-LM and both Megatron-DeepSpeed forks build their parsers with
+    ``allow_abbrev=False``: an unknown flag, a prefix of one, or a flag without its value ends
+    the job at start-up with ``unrecognized arguments`` / ``expected one argument``, after its
+    time in the queue. Fix: the spelling the dialect's parser defines (the nearest ones are
+    named), or set ``launch.check_extra_args: false`` for an entry point that adds options of
+    its own.
+
+    Example: --save-intervall 1000 in launch.extra_args (Megatron-LM has --save-interval)."""
+    return extra_arg_problem[0]
+
+
+@rule("GL220", "flag-set-twice",
+      "launch.extra_args repeats a flag that the plan already writes.")
+def flag_set_twice(extra_arg_duplicate: tuple) -> str | None:
+    """argparse keeps the last occurrence, so a repeated flag silently overrides the plan's value
+    (and the files no longer agree with each other), or, for a switch, says nothing new. Fix:
+    set the value in the spec field named, and remove it from extra_args.
+
+    Example: --micro-batch-size 4 in launch.extra_args (batch.micro_batch_size)."""
+    return extra_arg_duplicate[0]
+
+
+def did_you_mean(flag: str, known) -> str:
+    close = difflib.get_close_matches(flag, list(known), n=2, cutoff=0.75)
+    return f"; did you mean {' or '.join(close)}?" if close else ""

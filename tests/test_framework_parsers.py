@@ -1,0 +1,195 @@
+"""Oracle: every generated Megatron argument list is accepted by the real parser of its dialect
+(shared/oracles: Megatron-LM core_v0.16.1 and main, microsoft's and BigScience's
+Megatron-DeepSpeed), which derives the plan's dp, micro batch, global batch and accumulation.
+Samples, their stages and sweep points, and seeded random specs across the dialects."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from generator.artifacts import spec_files
+from generator.plan.plan import PlanError
+from generator.readers.bash.evaluate import UNKNOWN, join, read_script
+from generator.spec.model import load_spec
+
+from .conftest import ROOT, SAMPLES
+from .helpers import spec_dict
+
+pytestmark = pytest.mark.oracle
+ORACLES = Path(os.environ.get("GEN_LAUNCH_ORACLES", ROOT.parent / "shared" / "oracles"))
+# dialect (and release) -> the archive whose parser judges it
+TREES = {("megatron-lm", "core_v0.16"): "megatron-lm-core_v0.16.1",
+         ("megatron-lm", "latest"): "megatron-lm-main-d98e8a64dd",
+         ("megatron-deepspeed/microsoft", None): "megatron-deepspeed-microsoft-f4157bea",
+         ("megatron-deepspeed/bigscience", None): "megatron-deepspeed-bigscience-8387ae17"}
+CAPABILITY = {"a100-40gb": [8, 0], "a100-80gb": [8, 0], "h100-80gb": [9, 0], "h200-141gb": [9, 0],
+              "b200": [10, 0], "gb200": [10, 0]}
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory) -> dict[str, Path]:
+    missing = [name for name in TREES.values() if not (ORACLES / f"{name}.tar.gz").is_file()]
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"oracle archives missing in {ORACLES}: {missing}")
+        pytest.skip(f"oracle archives not found in {ORACLES} (set GEN_LAUNCH_ORACLES)")
+    base = tmp_path_factory.mktemp("oracles")
+    out = {}
+    for name in TREES.values():
+        with tarfile.open(ORACLES / f"{name}.tar.gz") as archive:
+            archive.extractall(base / name, filter="data")
+        out[name] = base / name
+    return out
+
+
+def cases_of(files: dict[str, str], label: str) -> list[dict]:
+    """One case per megatron_args.sh among a spec's files (stages and sweep points included)."""
+    out = []
+    for path, text in sorted(files.items()):
+        if not path.endswith("megatron_args.sh"):
+            continue
+        plan = json.loads(files[path.replace("megatron_args.sh", "plan.json")])
+        values = read_script(text, path).variables["MEGATRON_ARGS"].values
+        argv = [join(v).text.replace(UNKNOWN, "/run") for v in values]
+        dialect = plan["dialect"]
+        key = (dialect["name"], dialect["release"])
+        out.append({"label": f"{label}:{path}", "tree": TREES.get(key), "dialect": dialect["title"],
+                    "argv": argv, "world_size": plan["cluster"]["world_size"],
+                    "env": {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+                    "capability": CAPABILITY.get(plan["cluster"]["gpu"], [9, 0]),
+                    "want": {"dp": plan["parallelism"]["dp"], "micro": plan["batch"]["micro_batch_size"],
+                             "global": plan["batch"]["global_batch_size"],
+                             "accumulation": plan["batch"]["gradient_accumulation_steps"]},
+                    "ramp": plan["batch"]["changing"] is not None})
+    return out
+
+
+def random_specs(count: int, seed: int = 13) -> list[dict]:
+    """Seeded specs across the dialects and their features (ones that do not resolve dropped)."""
+    rng = random.Random(seed)
+    out = []
+    while len(out) < count:
+        framework = rng.choice(["megatron-lm", "megatron-deepspeed"])
+        fork = rng.choice(["microsoft", "bigscience"])
+        tp, pp = rng.choice([1, 2, 4]), rng.choice([1, 2, 4])
+        heads = 16
+        model = {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": heads,
+                 "vocab_size": 32000, "seq_length": rng.choice([1024, 2048])}
+        if framework == "megatron-lm" or fork == "microsoft":
+            model.update(position_embedding=rng.choice(["rope", "learned_absolute"]),
+                         normalization=rng.choice(["rmsnorm", "layernorm"]),
+                         activation=rng.choice(["swiglu", "gelu"]),
+                         num_query_groups=rng.choice([16, 4]),
+                         tie_embeddings=rng.choice([True, False]))
+        else:
+            model.update(position_embedding=rng.choice(["alibi", "rope", "learned_absolute"]),
+                         activation=rng.choice(["swiglu", "gelu"]))
+        training = {"train_iters": 1000, "lr": 1.0e-4, "warmup": {"iters": 10},
+                    "precision": rng.choice(["bf16", "fp16"]),
+                    "recompute": rng.choice(["none", "full"] + (["selective"] if fork == "microsoft"
+                                                                or framework == "megatron-lm" else []))}
+        parallelism = {"tp": tp, "pp": pp}
+        if framework == "megatron-deepspeed":
+            parallelism["zero_stage"] = rng.choice([0, 1])
+        elif rng.random() < 0.5:
+            parallelism["distributed_optimizer"] = True
+        if tp > 1 and (framework == "megatron-lm" or fork == "microsoft"):
+            parallelism["sequence_parallel"] = rng.random() < 0.5
+        data = spec_dict(name=f"r{len(out)}", framework=framework, model=model,
+                         cluster={"nodes": rng.choice([1, 2, 4]), "gpus_per_node": 8, "gpu": "h100-80gb"},
+                         parallelism=parallelism,
+                         batch={"micro_batch_size": rng.choice([1, 2, 4]),
+                                "gradient_accumulation_steps": rng.choice([1, 3, 8])},
+                         training=training,
+                         megatron={"fork": fork} if framework == "megatron-deepspeed" else {})
+        out.append(data)
+    return out
+
+
+def run_parsers(trees: dict[str, Path], cases: list[dict]) -> list[dict]:
+    results: dict[int, dict] = {}
+    for tree in sorted({c["tree"] for c in cases if c["tree"]}):
+        batch = [(k, c) for k, c in enumerate(cases) if c["tree"] == tree]
+        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "oracle" / "megatron_parse.py"),
+                               str(trees[tree])], input=json.dumps([c for _, c in batch]),
+                              capture_output=True, text=True, timeout=600)
+        assert "GEN_LAUNCH_RESULTS " in proc.stdout, proc.stderr[-3000:]
+        got = json.loads(proc.stdout.rsplit("GEN_LAUNCH_RESULTS ", 1)[1])
+        results.update({k: r for (k, _), r in zip(batch, got, strict=True)})
+    return [results.get(k) for k in range(len(cases))]
+
+
+def check(cases: list[dict], results: list[dict]) -> None:
+    failures = []
+    for case, result in zip(cases, results, strict=True):
+        if result is None:
+            continue
+        if not result["ok"]:
+            failures.append(f"{case['label']} ({case['dialect']}): {result['error']}")
+            continue
+        want = dict(case["want"])
+        if case["ramp"]:  # a changing batch starts below the plan's final one
+            want.pop("global")
+            want.pop("accumulation")
+        got = {k: result[k] for k in want}
+        if got != want:
+            failures.append(f"{case['label']}: parser derived {got}, plan has {want}")
+    assert not failures, "\n".join(failures)
+
+
+def test_every_sample_is_accepted_by_its_frameworks_parser(trees, tmp_path: Path) -> None:
+    cases = []
+    for sample in SAMPLES:
+        files, _, _ = spec_files(load_spec(sample))
+        cases += cases_of(files, sample.stem)
+    judged = {c["dialect"] for c in cases if c["tree"]}
+    assert {"Megatron-LM latest", "Megatron-DeepSpeed (microsoft)",
+            "Megatron-DeepSpeed (bigscience, BLOOM's fork)"} <= judged, judged
+    assert sum(1 for c in cases if c["tree"]) >= 12  # stages and sweep points too
+    check(cases, run_parsers(trees, cases))
+
+
+def test_random_specs_are_accepted_by_their_parsers(trees, tmp_path: Path) -> None:
+    import yaml
+
+    cases = []
+    refused = 0
+    for k, data in enumerate(random_specs(60)):
+        for version in (["core_v0.16", "latest"] if data["framework"] == "megatron-lm" else [None]):
+            if version:
+                data = {**data, "megatron": {"version": version}}
+            path = tmp_path / f"r{k}-{version}.yaml"
+            path.write_text(yaml.safe_dump(data))
+            try:
+                files, _, _ = spec_files(load_spec(path))
+            except PlanError:
+                refused += 1
+                continue
+            cases += cases_of(files, path.stem)
+    assert len(cases) >= 60 and refused < len(cases), (len(cases), refused)
+    dialects = {c["dialect"] for c in cases}
+    assert len(dialects) == 4, dialects
+    check(cases, run_parsers(trees, cases))
+
+
+def test_the_parsers_refuse_what_the_other_fork_writes(trees) -> None:
+    """The oracle can fail: each fork's arguments are refused by the other fork's parser."""
+    cases = []
+    for sample in ("bloom-176b-rampup", "seed-pretrain-256"):
+        files, _, _ = spec_files(load_spec(ROOT / "samples" / f"{sample}.yaml"))
+        cases += cases_of(files, sample)
+    swapped = {"megatron-deepspeed-bigscience-8387ae17": "megatron-deepspeed-microsoft-f4157bea",
+               "megatron-deepspeed-microsoft-f4157bea": "megatron-deepspeed-bigscience-8387ae17"}
+    for case in cases:
+        case["tree"] = swapped[case["tree"]]
+    results = run_parsers(trees, cases)
+    assert [r["ok"] for r in results] == [False, False], results
+    assert "--position-embedding-type" in results[0]["error"]  # bloom's ALiBi on microsoft's
