@@ -68,6 +68,8 @@ def _check(plan: Plan, folder: Path, monkeypatch) -> None:
     files = _write(plan, folder)
     args = _accelerate_args(plan, folder)
     precision = {"bf16": "bf16", "fp16": "fp16"}.get(plan.spec.training.precision, "no")
+    if plan.framework == "deepspeed":  # the precision is ds_config.json's (checked below)
+        precision = "no"
     assert (args.num_processes, args.num_machines, args.mixed_precision) == \
         (plan.world_size, plan.spec.cluster.nodes, precision)
     trainer = _trainer_args(files["trainer_args.sh"])
@@ -98,6 +100,34 @@ def _check(plan: Plan, folder: Path, monkeypatch) -> None:
                 config["gradient_accumulation_steps"], plugin.zero_stage) == \
             (plan.global_batch_size, micro, accumulation, plan.zero_stage)
         assert "auto" not in files["ds_config.json"]
+        assert bool(config.get("bf16", {}).get("enabled")) == (plan.spec.training.precision == "bf16")
+        _gpu_path(plan, folder, monkeypatch)
+
+
+def _gpu_path(plan: Plan, folder: Path, monkeypatch) -> None:
+    """accelerate's own launch on a GPU machine (distributed type DEEPSPEED, not CPU): the
+    launcher's environment, then the DeepSpeed plugin each rank builds from it, whose checks
+    refuse accelerate settings beside deepspeed_config_file."""
+    from accelerate.commands import launch as accelerate_launch
+    from accelerate.utils import DeepSpeedPlugin
+    from accelerate.utils.launch import prepare_deepspeed_cmd_env
+
+    launched = []
+    monkeypatch.setattr(accelerate_launch, "deepspeed_launcher", launched.append)
+    argv = ["--config_file", str(folder / "accelerate_config.yaml"), "--machine_rank", "1",
+            "--num_machines", str(plan.spec.cluster.nodes), "--num_processes", str(plan.world_size),
+            "--main_process_ip", "node1", "--main_process_port", "29500",
+            "--deepspeed_config_file", str(folder / "ds_config.json"), "train.py"]
+    accelerate_launch.launch_command(accelerate_launch.launch_command_parser().parse_args(argv))
+    assert len(launched) == 1, "accelerate did not take the GPU (DeepSpeed launcher) path"
+    _, env = prepare_deepspeed_cmd_env(launched[0])
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    plugin = DeepSpeedPlugin()  # as each rank does; raises on what accelerate refuses
+    assert plugin.zero_stage == plan.zero_stage
+    assert plugin.deepspeed_config["train_batch_size"] == plan.global_batch_size
+    if plan.zero_stage == 3:  # save_model writes whole 16-bit weights, not empty shards
+        assert plugin.deepspeed_config["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"]
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
@@ -124,3 +154,19 @@ def test_the_oracle_reads_our_file(tmp_path: Path) -> None:
     (tmp_path / "accelerate_config.yaml").write_text(yaml.safe_dump(config))
     args = _accelerate_args(plan, tmp_path)
     assert not args.use_fsdp and args.mixed_precision == "fp16"
+
+
+def test_the_gpu_path_refuses_mixed_precision_beside_the_deepspeed_file(tmp_path: Path, monkeypatch) -> None:
+    """The oracle can fail: the config as it was written before (mixed_precision beside
+    deepspeed_config_file) is refused by accelerate on a GPU machine."""
+    require_oracle("accelerate")
+    from generator.spec.model import load_spec
+
+    sample = next(s for s in SAMPLES if s.stem == "sft-llama3-8b-accelerate-zero3")
+    plan = resolve(load_spec(sample))
+    _write(plan, tmp_path)
+    config = yaml.safe_load((tmp_path / "accelerate_config.yaml").read_text())
+    config["mixed_precision"] = "bf16"
+    (tmp_path / "accelerate_config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ValueError, match="will be ignored"):
+        _gpu_path(plan, tmp_path, monkeypatch)

@@ -193,3 +193,16 @@ def test_the_parsers_refuse_what_the_other_fork_writes(trees) -> None:
     results = run_parsers(trees, cases)
     assert [r["ok"] for r in results] == [False, False], results
     assert "--position-embedding-type" in results[0]["error"]  # bloom's ALiBi on microsoft's
+
+
+def test_the_catalogue_script_reproduces_the_catalogue(trees) -> None:
+    """scripts/extract_flags.py, run on the core_v0.16.1 tree, gives the catalogue the project
+    keeps (every option, its action and nargs)."""
+    tree = trees["megatron-lm-core_v0.16.1"]
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "extract_flags.py"), str(tree), "x"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    fresh = {tuple(f["options"]): (f["action"], f["nargs"]) for f in json.loads(proc.stdout)["flags"]}
+    kept_file = ROOT / "generator" / "dialects" / "catalogues" / "megatron-lm-core_v0.16.1.json"
+    kept = {tuple(f["options"]): (f["action"], f["nargs"]) for f in json.loads(kept_file.read_text())["flags"]}
+    assert fresh == kept

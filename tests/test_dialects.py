@@ -1,0 +1,157 @@
+"""The dialect tables against the parsers' catalogues, and launch.extra_args against the
+dialect: unknown, malformed and repeated flags are located errors (exit 2), never internal ones."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from generator.cli import app
+from generator.dialects import dialect, megatron_dialect_names, megatron_releases
+from generator.dialects.arguments import argument_lines
+
+from .conftest import ROOT
+from .helpers import spec_dict
+
+runner = CliRunner()
+DIALECTS = [(name, release) for name in megatron_dialect_names()
+            for release in (megatron_releases() if name in ("megatron-lm", "mindspeed-llm") else [None])]
+
+
+def _value_choices(entry) -> list:
+    """Every plan value for which the entry writes something."""
+    if entry.map is not None:
+        return list(entry.map)
+    if entry.switch:
+        return [entry.when]
+    return [(7, 8, 9) if entry.nargs > 1 else 7]
+
+
+@pytest.mark.parametrize(("name", "release"), DIALECTS, ids=[f"{n}-{r}" for n, r in DIALECTS])
+def test_every_written_flag_is_in_the_parsers_catalogue(name: str, release: str | None) -> None:
+    d = dialect(name, release)
+    checked = 0
+    for entry in d.entries:
+        option = d.catalogue.get(entry.flag)
+        assert option is not None, f"{d}: {entry.flag} is not an option of {d.catalogue.source}"
+        if not entry.write or entry.raw is not None:
+            continue
+        for value in _value_choices(entry):
+            words = entry.spelled(value)
+            assert words is not None
+            assert option.takes(len(words)), f"{d}: {entry.flag} takes {option.arity}, written {words}"
+            if option.choices:
+                assert all(w in option.choices for w in words), (d, entry.flag, words, option.choices)
+            checked += 1
+    assert checked > 30
+
+
+def test_the_forks_spell_the_same_value_differently() -> None:
+    ms, bs = dialect("megatron-deepspeed/microsoft"), dialect("megatron-deepspeed/bigscience")
+    lm = dialect("megatron-lm")
+    assert "--position-embedding-type" not in ms.catalogue and "--recompute-granularity" not in bs.catalogue
+    assert ms.can("gqa") and not bs.can("gqa") and bs.can("alibi") and not lm.can("alibi")
+    assert not dialect("megatron-lm", "core_v0.17").can("step_batch_schedule")
+    assert dialect("megatron-lm", "core_v0.18").can("step_batch_schedule")
+    assert dialect("megatron-lm", "core_v0.17").can("rampup") and not lm.can("rampup")
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--save-intervall", "1000"], "--save-intervall is not an option of Megatron-LM latest; did you mean --save-interval"),
+    (["--save-interval"], "--save-interval takes one value, got 0"),
+    (["--tokenizer-type", "Bogus"], "--tokenizer-type Bogus: choose from"),
+    (["stray"], "'stray' is not an option"),
+    (["--micro-batch-size", "4"], "--micro-batch-size repeats --micro-batch-size, which the plan already writes (from batch.micro_batch_size at"),
+    (["--num-layers=12"], "--num-layers=12"[:12]),
+])
+def test_extra_args_mistakes_are_located(write_spec, extra: list[str], fragment: str) -> None:
+    import yaml
+
+    path = write_spec(yaml.safe_dump(spec_dict(launch={"extra_args": extra})))
+    result = runner.invoke(app, ["generate", str(path), "--target", "megatron"])
+    assert result.exit_code == 2, result.output
+    assert "internal error" not in result.output
+    assert f"{path}:" in result.output and fragment in result.output, result.output
+
+
+def test_valid_extra_args_pass_and_reach_the_script(write_spec) -> None:
+    import yaml
+
+    extra = ["--data-path", "0.7", "/d/a", "0.3", "/d/b", "--save-interval", "500", "--save", "$CKPT"]
+    path = write_spec(yaml.safe_dump(spec_dict(launch={"extra_args": extra})))
+    result = runner.invoke(app, ["generate", str(path), "--target", "slurm"])
+    assert result.exit_code == 0, result.output
+    assert "--save-interval 500" in result.output and "'$CKPT'" in result.output
+
+
+def test_an_entry_point_with_options_of_its_own_opts_out(write_spec) -> None:
+    import yaml
+
+    data = spec_dict(launch={"extra_args": ["--my-option", "1"], "check_extra_args": False})
+    result = runner.invoke(app, ["generate", str(write_spec(yaml.safe_dump(data))), "--target", "slurm"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("fork", "model", "fragment"), [
+    ("bigscience", {"normalization": "rmsnorm"}, "model.normalization 'rmsnorm' cannot be expressed in Megatron-DeepSpeed (bigscience"),
+    ("bigscience", {"num_query_groups": 4}, "model.num_query_groups 4 cannot be expressed"),
+    ("microsoft", {"position_embedding": "alibi"}, "use Megatron-DeepSpeed (bigscience"),
+])
+def test_what_a_fork_cannot_express_is_refused(write_spec, fork: str, model: dict, fragment: str) -> None:
+    import yaml
+
+    data = spec_dict(framework="megatron-deepspeed", megatron={"fork": fork}, model=model,
+                     parallelism={"tp": 2, "pp": 2, "zero_stage": 1})
+    path = write_spec(yaml.safe_dump(data))
+    result = runner.invoke(app, ["generate", str(path), "--target", "megatron"])
+    assert result.exit_code == 2 and fragment in result.output, result.output
+    assert "internal error" not in result.output
+
+
+def test_each_dialect_writes_its_own_spellings(write_spec) -> None:
+    import yaml
+
+    texts = {}
+    for fork in ("microsoft", "bigscience"):
+        data = spec_dict(framework="megatron-deepspeed", megatron={"fork": fork},
+                         model={"position_embedding": "rope"}, parallelism={"zero_stage": 1},
+                         training={"recompute": "full", "train_iters": 100, "lr": 1e-4, "warmup": 0})
+        result = runner.invoke(app, ["generate", str(write_spec(yaml.safe_dump(data))), "--target", "megatron"])
+        assert result.exit_code == 0, result.output
+        texts[fork] = result.output
+    assert "--use-rotary-position-embeddings" in texts["microsoft"] and "--recompute-granularity full" in texts["microsoft"]
+    assert "--position-embedding-type rotary" in texts["bigscience"] and "--checkpoint-activations" in texts["bigscience"]
+    assert "--max-position-embeddings" not in texts["bigscience"]  # refused with rotary there
+
+
+def test_lint_judges_a_script_by_its_own_fork(tmp_path: Path) -> None:
+    from generator.lint import lint_paths
+
+    common = ("--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 512 "
+              "--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --deepspeed "
+              "--deepspeed_config ds.json --zero-stage 1")
+    bloom = tmp_path / "bloom.sh"
+    bloom.write_text(f"torchrun --nproc_per_node 8 pretrain_gpt.py {common} "
+                     "--position-embedding-type alibi --checkpoint-activations\n")
+    wrong = tmp_path / "wrong.sh"
+    wrong.write_text(f"torchrun --nproc_per_node 8 pretrain_gpt.py {common} "
+                     "--position-embedding-type alibi --recompute-granularity full --recompute-method uniform\n")
+    codes = {}
+    for path in (bloom, wrong):
+        report = lint_paths([path])
+        codes[path.name] = [str(i.finding) for i in report.items if i.finding.code == "GL201"]
+    assert codes["bloom.sh"] == []
+    assert len(codes["wrong.sh"]) == 1 and "--recompute-granularity" in codes["wrong.sh"][0] \
+        and "--recompute-method" in codes["wrong.sh"][0], codes  # every such flag, one finding
+
+
+def test_the_renderer_walks_the_table_in_order() -> None:
+    d = dialect("megatron-lm")
+    flags = [e.flag for e in d.entries]
+    assert flags.index("--num-layers") < flags.index("--tensor-model-parallel-size") < flags.index("--lr")
+    assert ROOT.joinpath("generator/dialects/megatron.yaml").is_file()
+    assert argument_lines(d, {}) == []  # no values, nothing written
+    assert list(itertools.islice(megatron_releases(), 1)) == ["core_v0.12"]
