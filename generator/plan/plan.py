@@ -293,6 +293,13 @@ class Plan:
         }
 
 
+def _dialect_name(spec: Spec) -> str | None:
+    from generator.dialects import dialect_of
+
+    d = dialect_of(spec)
+    return None if d is None else d.name
+
+
 def spec_facts(spec: Spec) -> dict[str, Fact]:
     """The values the spec gives (with their locations) and the world size."""
     c, m, p, b, t = spec.cluster, spec.model, spec.parallelism, spec.batch, spec.training
@@ -300,6 +307,9 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
     values: dict[str, tuple[Any, str]] = {
         "spec": (spec.source, "name"),
         "framework": (spec.framework, "framework"),
+        "megatron_dialect": (_dialect_name(spec), "megatron.fork" if spec.framework == "megatron-deepspeed"
+                             else "megatron.version"),
+        "deepspeed_flag": (spec.framework == "megatron-deepspeed", "framework"),
         "gpu_vendor": (gpu["vendor"], "cluster.gpu"),
         "nvidia_cc": (gpu["nvidia_cc"], "cluster.gpu"),
         "gpu_has_fp8": (gpu["fp8_tflops"] is not None, "cluster.gpu"),

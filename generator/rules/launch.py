@@ -258,24 +258,40 @@ def groups_without_gqa(megatron_flags: dict, framework: str) -> str | None:
 
 
 @rule("GL203", "cuda-device-max-connections",
-      "Megatron needs CUDA_DEVICE_MAX_CONNECTIONS=1 with tp > 1 or cp > 1 before Blackwell.",
+      "The Megatron dialect requires CUDA_DEVICE_MAX_CONNECTIONS=1 for this layout.",
       severity="warning")
 def cuda_connections(tp: int, framework: str, cp: int | None = None,
                      cuda_device_max_connections: str | None = None, gpu_vendor: str | None = None,
-                     nvidia_cc: float | None = None) -> str | None:
-    """Megatron asserts ``Using tensor model parallelism or context parallelism require setting the
-    environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`` on GPUs below compute capability 10
-    (a warning here: the GPU is often not known from a script). Fix: export it.
+                     nvidia_cc: float | None = None, megatron_dialect: str | None = None,
+                     sequence_parallel: bool | None = None,
+                     deepspeed_flag: bool | None = None) -> str | None:
+    """Megatron-LM asserts ``Using tensor model parallelism or context parallelism require setting
+    the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`` with tp > 1 or cp > 1 on GPUs
+    below compute capability 10. microsoft/Megatron-DeepSpeed raises only with
+    --sequence-parallel, or without --deepspeed (its async tensor-parallel all-reduce is then
+    on), on any CUDA GPU; BigScience's fork never checks it. A warning here: the GPU is often not
+    known from a script. Fix: export it.
 
     Example: --tensor-model-parallel-size 2 on H100 without export
     CUDA_DEVICE_MAX_CONNECTIONS=1."""
-    if framework not in ("megatron-lm", "megatron-deepspeed") or (tp == 1 and (cp or 1) == 1):
+    if framework not in ("megatron-lm", "megatron-deepspeed") or cuda_device_max_connections == "1":
         return None
-    if (gpu_vendor and gpu_vendor != "nvidia") or (nvidia_cc and nvidia_cc >= 10):
-        return None
-    if cuda_device_max_connections == "1":
+    if gpu_vendor and gpu_vendor != "nvidia":
         return None
     shown = "not set" if cuda_device_max_connections is None else f"= {cuda_device_max_connections}"
+    if megatron_dialect == "megatron-deepspeed/bigscience":
+        return None
+    if megatron_dialect == "megatron-deepspeed/microsoft":
+        why = "--sequence-parallel" if sequence_parallel else \
+            None if deepspeed_flag else "the async tensor-parallel all-reduce (no --deepspeed)"
+        if why is None:
+            return None
+        return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; microsoft/Megatron-DeepSpeed requires "
+                f"export CUDA_DEVICE_MAX_CONNECTIONS=1 with {why}")
+    if tp == 1 and (cp or 1) == 1:
+        return None
+    if nvidia_cc and nvidia_cc >= 10:
+        return None
     return f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; export CUDA_DEVICE_MAX_CONNECTIONS=1 (tp {tp})"
 
 
