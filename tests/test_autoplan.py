@@ -24,7 +24,7 @@ from generator.plan.plan import resolve
 from generator.render import render_all
 from generator.spec.model import load_document, load_spec
 
-from .conftest import ROOT
+from .conftest import ROOT, SAMPLES
 from .helpers import BASE, spec_dict
 from .test_deepspeed_oracle import deepspeed_config  # noqa: F401  (fixture)
 from .test_megatron_oracle import calculator  # noqa: F401  (fixture)
@@ -266,3 +266,22 @@ def test_auto_values_are_checked_by_the_schema(tmp_path: Path) -> None:
     assert "did you mean 'auto'?" in result.stderr
     assert "$.parallelism.pp[1]: must be at least 1, got -2" in result.stderr
     assert "$.training.recompute[0]: 'sometimes' is not one of none, selective, full" in result.stderr
+
+
+FIXED = [s for s in SAMPLES if not load_spec(s).doc.data.get("sweep") and load_spec(s).auto is None
+         and not load_spec(s).stage_names]
+
+
+@pytest.mark.parametrize("sample", FIXED, ids=[s.stem for s in FIXED])
+def test_plan_and_explain_estimate_the_same_layout_alike(sample) -> None:
+    """One layout definition for both: auto-plan's row of a fixed spec is the plan's estimate
+    (HSDP's shard group included: sft-llama3-8b-fsdp2 was 22.27 vs 30.12 GiB)."""
+    from generator.estimate.memory import GIB
+    from generator.plan.plan import resolve
+
+    result = CliRunner().invoke(app, ["plan", str(sample), "--format", "json"])
+    row = json.loads(result.stdout)["ranked"][0]
+    estimate = resolve(load_spec(sample)).estimate()
+    assert row["memory_gib"] == pytest.approx(estimate.memory.total / GIB, abs=0.01)
+    if estimate.performance is not None:
+        assert row["step_time_s"] == pytest.approx(estimate.performance.step_time_s, rel=1e-3)

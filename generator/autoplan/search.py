@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from generator.autoplan.space import expressible, virtual_stages
-from generator.estimate.memory import Layout, Memory, estimate_memory
+from generator.estimate.memory import Memory, estimate_memory
 from generator.estimate.params import Shape
 from generator.estimate.performance import Performance, estimate_performance
-from generator.estimate.plan import hardware_of, sharding_of
+from generator.estimate.plan import hardware_of, spec_layout
 from generator.plan.batch import solve_batch
 from generator.plan.plan import PlanError, batch_facts, resolve, spec_facts
 from generator.rules import RULES, Fact, Finding
@@ -273,14 +273,12 @@ def _gpu(name: str) -> dict:
 
 
 def _estimate(spec, shape: Shape, v: dict[str, Any], recompute: str, capacity, hardware) -> Candidate:
-    layout = Layout(tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], etp=v["etp"], vpp=v["vpp"],
-                    dp=v["dp"], micro_batch_size=v["micro_batch_size"],
-                    num_microbatches=v["gradient_accumulation_steps"],
-                    sequence_parallel=v["sequence_parallel"], recompute=recompute,
-                    flash_attention=spec.training.flash_attention, precision=spec.training.precision,
-                    sharding=sharding_of(spec.framework, v["distributed_optimizer"], v["zero_stage"]),
-                    framework=spec.framework, offload=spec.parallelism.zero_offload,
-                    first_stage_layers=v["first_stage_layers"], last_stage_layers=v["last_stage_layers"])
+    layout = spec_layout(spec, zero_stage=v["zero_stage"], distributed_optimizer=v["distributed_optimizer"],
+                         recompute=recompute, tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], etp=v["etp"],
+                         vpp=v["vpp"], dp=v["dp"], micro_batch_size=v["micro_batch_size"],
+                         num_microbatches=v["gradient_accumulation_steps"],
+                         sequence_parallel=v["sequence_parallel"],
+                         first_stage_layers=v["first_stage_layers"], last_stage_layers=v["last_stage_layers"])
     memory = estimate_memory(shape, layout, capacity)
     performance = None if hardware is None else estimate_performance(
         shape, layout, hardware, v["global_batch_size"], spec.model.moe_top_k)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from generator.estimate.memory import (
     GIB,
@@ -64,18 +65,29 @@ def sharding_of(framework: str, distributed_optimizer: bool, zero_stage: int | N
     return f"zero{zero_stage or 0}"
 
 
+def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, recompute: str,
+                **sizes: Any) -> Layout:
+    """The estimate's layout for a spec and chosen sizes (tp … last_stage_layers): one
+    definition for the plan and for auto-plan's candidates, so the two count the same memory
+    (HSDP's shard group, offload, precision from the spec)."""
+    p = spec.parallelism
+    return Layout(**sizes, recompute=recompute, flash_attention=spec.training.flash_attention,
+                  precision=spec.training.precision,
+                  sharding=sharding_of(spec.framework, distributed_optimizer, zero_stage),
+                  framework=spec.framework, offload=p.zero_offload,
+                  shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None)
+
+
 def layout_of(plan) -> Layout:
     s = plan.spec
-    sharding = sharding_of(plan.framework, s.parallelism.distributed_optimizer, plan.zero_stage)
-    return Layout(tp=plan.tp, pp=plan.pp, cp=plan.cp, ep=plan.ep, etp=plan.etp, vpp=plan.vpp,
-                  dp=plan.dp, micro_batch_size=plan.micro_batch_size,
-                  num_microbatches=plan.gradient_accumulation_steps,
-                  sequence_parallel=s.parallelism.sequence_parallel, recompute=s.training.recompute,
-                  flash_attention=s.training.flash_attention, precision=s.training.precision,
-                  sharding=sharding, framework=plan.framework, offload=s.parallelism.zero_offload,
-                  first_stage_layers=s.parallelism.first_stage_layers,
-                  last_stage_layers=s.parallelism.last_stage_layers,
-                  shard_dp=s.cluster.gpus_per_node if s.parallelism.hybrid_shard else None)
+    return spec_layout(s, zero_stage=plan.zero_stage,
+                       distributed_optimizer=s.parallelism.distributed_optimizer,
+                       recompute=s.training.recompute, tp=plan.tp, pp=plan.pp, cp=plan.cp, ep=plan.ep,
+                       etp=plan.etp, vpp=plan.vpp, dp=plan.dp, micro_batch_size=plan.micro_batch_size,
+                       num_microbatches=plan.gradient_accumulation_steps,
+                       sequence_parallel=s.parallelism.sequence_parallel,
+                       first_stage_layers=s.parallelism.first_stage_layers,
+                       last_stage_layers=s.parallelism.last_stage_layers)
 
 
 def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | None:
