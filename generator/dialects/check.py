@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.dialects import Catalogue, Dialect
+from generator.dialects.argv import split
 from generator.dialects.arguments import SPEC_FIELD, argument_lines, expressing, megatron_values, unexpressed
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
@@ -37,50 +38,33 @@ def _spec_value(spec, dotted: str) -> Any:
 
 def split_argv(words: list[str], cat: Catalogue,
                label: str) -> tuple[list[tuple[int, str, list[str]]], list[str]]:
-    """An entry point's words read as its parser would: [(index, flag, values)] for the options
-    (``--flag=value`` or ``--flag v1 v2`` by the option's arity) and a problem for every word the
-    parser would refuse (unknown option, missing values, a value outside its choices, a stray
-    word)."""
+    """The words as the dialect's parser reads them (dialects/argv.py): [(index, flag, values)]
+    for its options and a problem for every word it would refuse (unknown option, missing
+    values, a value outside its choices, a stray word)."""
+    def arity(flag: str):
+        option = cat.get(flag)
+        return None if option is None else option.arity
+
+    split_options, stray = split(words, arity)
     options: list[tuple[int, str, list[str]]] = []
-    problems: list[str] = []
-    k = 0
-    while k < len(words):
-        word = words[k]
-        index = k
-        k += 1
-        if not word.startswith("-") or word in ("-", "--"):
-            problems.append(f"launch.extra_args[{index}] {word!r} is not an option (the parser "
-                            "takes no positional arguments)")
-            continue
-        name, eq, inline = word.partition("=")
+    problems = [(k, f"launch.extra_args[{k}] {words[k]!r} is not an option (the parser takes no "
+                    "positional arguments)") for k in stray]
+    for word in split_options:
+        name, values, k = word.flag, word.texts(words), word.index
         option = cat.get(name)
         if option is None:
-            problems.append(f"launch.extra_args[{index}] {name} is not an option of "
-                            f"{label}{did_you_mean(name, cat.options)}")
-            if not eq:  # skip the values that followed it
-                while k < len(words) and not words[k].startswith("--"):
-                    k += 1
-            continue
-        if eq:
-            values = [inline]
-        else:
-            most = option.arity if isinstance(option.arity, int) else (1 if option.arity == "?" else None)
-            values = []
-            while k < len(words) and (most is None or len(values) < most) and \
-                    not (words[k].startswith("--") and len(words[k]) > 2):
-                values.append(words[k])
-                k += 1
-        if not option.takes(len(values)):
+            problems.append((k, f"launch.extra_args[{k}] {name} is not an option of "
+                                f"{label}{did_you_mean(name, cat.options)}"))
+        elif not option.takes(len(values)):
             wanted = {0: "no value", 1: "one value"}.get(option.arity, f"{option.arity} values") \
                 if isinstance(option.arity, int) else f"nargs {option.arity!r}"
-            problems.append(f"launch.extra_args[{index}] {name} takes {wanted}, got {len(values)}")
-            continue
-        if option.choices and any(v not in option.choices for v in values):
-            problems.append(f"launch.extra_args[{index}] {name} {' '.join(values)}: choose from "
-                            f"{', '.join(option.choices)}")
-            continue
-        options.append((index, name, values))
-    return options, problems
+            problems.append((k, f"launch.extra_args[{k}] {name} takes {wanted}, got {len(values)}"))
+        elif option.choices and any(v not in option.choices for v in values):
+            problems.append((k, f"launch.extra_args[{k}] {name} {' '.join(values)}: choose from "
+                                f"{', '.join(option.choices)}"))
+        else:
+            options.append((k, name, values))
+    return options, [p for _, p in sorted(problems)]
 
 
 def extra_args_findings(plan, d: Dialect, values: dict[str, Any]) -> list[Finding]:

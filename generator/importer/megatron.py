@@ -7,6 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from generator.dialects import Dialect
+from generator.dialects.argv import split
 from generator.importer.draft import Draft
 from generator.readers.bash.evaluate import UNKNOWN
 
@@ -23,26 +24,19 @@ def split_arguments(words: list[str | None], d: Dialect
 
 def split_words(words: list[str | None], arities: dict[str, int]
                 ) -> tuple[dict[str, list[str | None]], list[str | None]]:
-    """({flag of ``arities``: its values (last occurrence)}, the other words in order)."""
+    """({flag of ``arities``: its values (last occurrence)}, the other words in order). A flag
+    without all its values stays with the other words (Megatron would refuse it)."""
+    options, _ = split(words, arities.get)
     known: dict[str, list[str | None]] = {}
-    extra: list[str | None] = []
-    k = 0
-    while k < len(words):
-        word = words[k] or ""
-        name, eq, inline = word.partition("=")
-        arity = arities.get(name)
-        if arity is None or (eq and arity != 1):
-            extra.append(words[k])
-            k += 1
+    used: set[int] = set()
+    for option in options:
+        arity = arities.get(option.flag)
+        values = option.texts(words)
+        if arity is None or (option.inline is not None and arity != 1) or len(values) != arity:
             continue
-        values = [inline] if eq else list(words[k + 1:k + 1 + arity])
-        if len(values) < arity or any((v or "").startswith("--") for v in values):
-            extra.append(words[k])  # a value flag without its value: Megatron would refuse it
-            k += 1
-            continue
-        known[name] = values
-        k += 1 + (0 if eq else arity)
-    return known, extra
+        known[option.flag] = values
+        used |= {option.index, *option.values}
+    return known, [word for k, word in enumerate(words) if k not in used]
 
 
 def parse_value(text: str | None, kind: type):

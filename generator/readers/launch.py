@@ -10,6 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 from functools import cache
 
+from generator.dialects.argv import is_flag, split
 from generator.readers.bash import Command, Field, Script, read_script
 from generator.rules.registry import Fact
 
@@ -48,6 +49,30 @@ _ACCELERATE_FLAGS = {"--multi_gpu", "--cpu", "--tpu", "--use_deepspeed", "--use_
 _TRAINER_FLAGS = {"--per_device_train_batch_size": "micro_batch_size",
                   "--gradient_accumulation_steps": "gradient_accumulation_steps",
                   "--max_steps": "train_iters", "--warmup_steps": "lr_warmup_iters"}
+
+
+def _dialect_of_words(texts: list[str | None]):
+    """The Megatron dialect an entry point's words are written in (see dialects.detect)."""
+    from generator.dialects import detect
+
+    names = {t.partition("=")[0] for t in texts if is_flag(t)}
+    alibi = any(t == "--position-embedding-type=alibi" or (t == "--position-embedding-type" and
+                k + 1 < len(texts) and texts[k + 1] == "alibi") for k, t in enumerate(texts))
+    return detect(names, alibi=alibi)
+
+
+def _arity_in(d):
+    """Each option's arity in the dialect's parser (the table's where the parser lists names
+    only); None for an option it does not define."""
+    table = {e.flag: e.arity for e in d.entries}
+
+    def arity(flag: str):
+        option = d.catalogue.get(flag)
+        if option is None or option.arity == "*" and flag in table:
+            return table.get(flag)
+        return option.arity
+
+    return arity
 
 
 @cache
@@ -294,29 +319,17 @@ class _Reader:
     def entry_args(self, args: list[Field], entry: Field) -> None:
         self.fact("entrypoint", entry.text, entry)
         self.fact("entry_argv", tuple(a.text for a in args), entry)
+        texts = [a.text for a in args]
+        found = _dialect_of_words(texts)
+        options, _ = split(texts, _arity_in(found))
         flags: dict[str, str] = {}
-        k = 0
         values: dict[str, Field] = {}
-        while k < len(args):
-            text = args[k].text
-            if text is None or not text.startswith("--"):
-                k += 1
-                continue
-            name, eq, value = text.partition("=")
-            field_ = args[k]
-            if not eq and k + 1 < len(args) and not (args[k + 1].text or "").startswith("--"):
-                field_ = args[k + 1]
-                value = args[k + 1].text
-                if name == "--rampup-batch-size" and k + 3 < len(args):
-                    parts = [a.text for a in args[k + 1:k + 4]]
-                    value = " ".join(p or "?" for p in parts)
-                    k += 2
-                k += 1
-            elif not eq:
-                value = None
-            flags[name] = self.src(args[k] if not eq else field_)
-            values[name] = Field(value, field_.offset, field_.note)
-            k += 1
+        for option in options:
+            given = option.texts(texts)
+            where = args[option.values[0]] if option.values else args[option.index]
+            flags[option.flag] = self.src(where)
+            value = " ".join(p or "?" for p in given) if len(given) > 1 else (given[0] if given else None)
+            values[option.flag] = Field(value, where.offset, where.note)
         if not flags:
             return
         self.out.facts["megatron_flags"] = Fact(flags, self.src(entry))
@@ -329,10 +342,6 @@ class _Reader:
             if flag in values and megatron:
                 self.fact(name, True, values[flag])
         if megatron:
-            from generator.dialects import detect
-
-            position = values.get("--position-embedding-type")
-            found = detect(set(flags), alibi=position is not None and position.text == "alibi")
             self.fact("megatron_dialect", found.name, entry)
         trainer = "--per_device_train_batch_size" in values and not megatron
         if megatron or trainer:  # Megatron and the HF Trainer spell these alike
