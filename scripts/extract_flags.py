@@ -13,6 +13,7 @@ stand-ins for the GPU-only kernels this reuses).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -51,10 +52,8 @@ def main() -> None:
         else:
             from megatron import arguments
         sys.argv = ["pretrain_gpt.py"]
-        try:
+        with contextlib.suppress(_Captured):
             arguments.parse_args()
-        except _Captured:
-            pass
     finally:
         argparse.ArgumentParser.parse_args = original
     lines = []
@@ -63,7 +62,8 @@ def main() -> None:
             continue
         kind = getattr(action.type, "__name__", None) if action.type is not None else None
         lines.append(json.dumps({
-            "options": action.option_strings, "dest": action.dest, "action": type(action).__name__.lstrip("_"),
+            "options": action.option_strings, "dest": action.dest,
+            "action": type(action).__name__.lstrip("_"),
             "nargs": action.nargs, "type": kind,
             "choices": [_value(c) for c in action.choices] if action.choices else None,
             "default": _value(action.default)}, separators=(",", ":")))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from generator.dialects import Catalogue, Dialect
-from generator.dialects.argv import split
 from generator.dialects.arguments import SPEC_FIELD, argument_lines, expressing, megatron_values, unexpressed
+from generator.dialects.argv import split
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
 
