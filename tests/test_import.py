@@ -241,3 +241,61 @@ def test_round_trip_of_random_specs(data: dict) -> None:
             assert got == want, [(k, got[k], want[k]) for k in want if got[k] != want[k]]
         else:
             assert _HEADER.sub("", again[name]) == _HEADER.sub("", text), name
+
+
+RUNTIME_SCRIPT = """\
+#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=8
+#SBATCH --account=six@a100
+CKPT=/scratch/$RUN_NAME
+srun torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py \\
+  --num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 512 \\
+  --max-position-embeddings 512 --micro-batch-size 1 --global-batch-size 16 --train-iters 10 \\
+  --lr 1e-4 --tensor-model-parallel-size 2 --vocab-size 32000 \\
+  --save $CHECKPOINT_PATH --load "$CKPT/latest" --data-path /data/a_text_document \\
+  --exit-signal-handler --tensorboard-dir "$(mktemp -d)"
+"""
+
+
+def test_runtime_values_stay_references(tmp_path: Path) -> None:
+    """A value from the environment stays a run-time reference in the spec and in the
+    regenerated script; one that cannot (a command substitution) is left out with its flag,
+    marked; a real Slurm account (six@a100) is accepted."""
+    import subprocess
+
+    script = tmp_path / "train.slurm"
+    script.write_text(RUNTIME_SCRIPT)
+    imported = import_paths([script])
+    spec = yaml.safe_load(imported.text)
+    extra = spec["launch"]["extra_args"]
+    assert extra[:4] == ["--save", {"shell": "${CHECKPOINT_PATH}"}, "--load", {"shell": "/scratch/${RUN_NAME}/latest"}]
+    assert "--tensorboard-dir" not in extra and "--exit-signal-handler" in extra
+    assert "--tensorboard-dir <run-time value>" in imported.draft.marks["launch.extra_args"]
+    assert spec["slurm"]["account"] == "six@a100"
+    (tmp_path / "spec.yaml").write_text(imported.text)
+    result = CliRunner().invoke(app, ["generate", str(tmp_path / "spec.yaml"), "--set", "cluster.gpu=h100-80gb",
+                                      "--out", str(tmp_path / "out"), "--target", "all"])
+    assert result.exit_code == 0, result.output
+    sbatch = (tmp_path / "out" / "launch.sbatch").read_text()
+    assert '--save "${CHECKPOINT_PATH}" --load "/scratch/${RUN_NAME}/latest"' in sbatch
+    assert "#SBATCH --account=six@a100" in sbatch
+    line = next(x for x in sbatch.splitlines() if x.startswith("EXTRA_ARGS="))
+    words = subprocess.run(["bash", "-c", f'{line}\nprintf "%s\\n" "${{EXTRA_ARGS[@]}}"'], check=True,
+                           capture_output=True, text=True,
+                           env={"CHECKPOINT_PATH": "/ck", "RUN_NAME": "r1", "PATH": "/usr/bin:/bin"}).stdout.split()
+    assert words[:4] == ["--save", "/ck", "--load", "/scratch/r1/latest"]
+
+
+def test_a_bloom_script_imports_as_bigscience(tmp_path: Path) -> None:
+    script = tmp_path / "tr11.slurm"
+    script.write_text(RUNTIME_SCRIPT.replace("--tensor-model-parallel-size 2",
+                                            "--position-embedding-type alibi --checkpoint-activations "
+                                            "--deepspeed --deepspeed_config ds.json --zero-stage 0")
+                      .replace("--vocab-size 32000", "--pad-vocab-size-to 250880"))
+    spec = yaml.safe_load(import_paths([script]).text)
+    assert spec["framework"] == "megatron-deepspeed" and spec["megatron"]["fork"] == "bigscience"
+    assert spec["model"]["position_embedding"] == "alibi" and spec["training"]["recompute"] == "full"
+    assert "--pad-vocab-size-to" in spec["launch"]["extra_args"]  # BLOOM's own flag, kept with its value
+    assert spec["launch"]["extra_args"][spec["launch"]["extra_args"].index("--pad-vocab-size-to") + 1] == "250880"

@@ -69,7 +69,7 @@ def split_argv(words: list[str], cat: Catalogue,
 
 def extra_args_findings(plan, d: Dialect, values: dict[str, Any]) -> list[Finding]:
     spec = plan.spec
-    words = list(spec.launch.extra_args)
+    words = [str(w) for w in spec.launch.extra_args]
     if not words:
         return []
     where = lambda k: str(spec.doc.locate(["launch", "extra_args", k]))  # noqa: E731

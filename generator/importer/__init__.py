@@ -79,7 +79,7 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
         framework = "megatron-lm"
     else:
         draft.set("framework", framework)
-    words = list(facts["entry_argv"].value) if "entry_argv" in facts else []
+    words = _entry_words(facts)
     # Megatron and Trainer flags map to spec fields; a plain DeepSpeed script's arguments are its own
     ascend = "ascend" in facts and facts["ascend"].value
     trainer = "--per_device_train_batch_size" in words
@@ -96,6 +96,7 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
         if name.startswith("megatron-deepspeed/"):
             draft.set("megatron.fork", name.split("/", 1)[1])
         extra = read_megatron(words, draft, dialect(name))
+        _unknown_options(extra, dialect(name), draft)
     nodes = facts["nodes"].value if "nodes" in facts else None
     read_accelerate(facts, draft, nodes)
     if run.ds_facts:
@@ -107,9 +108,7 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
         draft.unknown("name", "a DeepSpeed config without a launch script; named after it", stem)
         for key in ("nodes", "gpus_per_node", "gpu"):
             draft.unknown(f"cluster.{key}", "a DeepSpeed config without a launch script")
-    if any(word is None or UNKNOWN in word for word in extra):
-        draft.notes.append("some extra arguments are only known at run time; left out")
-    draft.set("launch.extra_args", [w for w in extra if w is not None and UNKNOWN not in w])
+    draft.set("launch.extra_args", _runtime_words(extra, facts, draft))
     if framework in ("megatron-lm", "megatron-deepspeed") and "megatron.version" not in draft.values:
         draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "
                       "ramp or schedule would); latest assumed", "latest")
@@ -126,6 +125,60 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     _required(draft)
     _drop_defaults(draft)
     return draft
+
+
+class RuntimeWord(str):
+    """An entry-point word known only at run time, with its shell text (${NAME} references)."""
+
+    shell: str
+
+
+def _entry_words(facts) -> list[str | None]:
+    if "entry_argv" not in facts:
+        return []
+    words: list[str | None] = []
+    for text, shell in zip(facts["entry_argv"].value, facts["entry_argv_runtime"].value, strict=True):
+        if shell:
+            word = RuntimeWord(text)
+            word.shell = shell
+            words.append(word)
+        else:
+            words.append(text)
+    return words
+
+
+def _unknown_options(extra: list[str | None], d, draft: Draft) -> None:
+    """Options the dialect's parser does not define (an entry point's own, or a mistake): the
+    spec keeps them unchecked, marked."""
+    from generator.dialects.check import split_argv
+
+    _, problems = split_argv([w or "" for w in extra], d.catalogue, str(d))
+    unknown = [p.split("] ", 1)[1].split(" ", 1)[0] for p in problems if "is not an option of" in p]
+    if unknown:
+        draft.set("launch.check_extra_args", False)
+        draft.marks["launch.check_extra_args"] = (
+            f"the files pass {', '.join(unknown)}, which {d} does not define: an entry point with "
+            "options of its own? (true checks every word against the parser)")
+
+
+def _runtime_words(extra: list[str | None], facts, draft: Draft) -> list:
+    """The extra words for the spec: a word from the environment stays a run-time reference
+    ({shell: "${NAME}"}); one that cannot be written so is left out with the flag it belongs
+    to, and marked (never a bare flag left behind)."""
+    out: list = []
+    dropped: list[str] = []
+    for word in extra:
+        if word is not None and UNKNOWN not in word:
+            out.append(word)
+        elif isinstance(word, RuntimeWord):
+            out.append({"shell": word.shell})
+        else:
+            flag = out.pop() if out and isinstance(out[-1], str) and out[-1].startswith("--") else None
+            dropped.append(f"{flag} <run-time value>" if flag else "<run-time value>")
+    if dropped:
+        draft.marks["launch.extra_args"] = (f"left out, known only at run time: {', '.join(dropped)}; "
+                                            "add them as {shell: ...} words")
+    return out
 
 
 def _without_deepspeed_config(words: list[str | None]) -> list[str | None]:

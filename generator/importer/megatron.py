@@ -61,12 +61,13 @@ def set_adam_betas(draft: Draft, beta1: float | None, beta2: float | None) -> No
 
 
 def framework_defaults(d: Dialect) -> dict[str, object]:
-    """The training values a script that leaves the flag out gets: the dialect parser's own
-    defaults (catalogue), as spec values."""
+    """The training and layout values a script that leaves the flag out gets: the dialect
+    parser's own defaults (catalogue), as spec values."""
     out: dict[str, object] = {}
     for entry in d.entries:
         option = d.catalogue.get(entry.flag)
-        if not entry.spec or not entry.spec.startswith("training.") or entry.implied or option is None \
+        if not entry.spec or not entry.spec.startswith(("training.", "parallelism.")) or entry.implied \
+                or option is None \
                 or option.default is None or entry.switch:
             continue
         value = entry.meaning([str(option.default)]) if entry.map else option.default

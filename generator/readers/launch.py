@@ -319,6 +319,7 @@ class _Reader:
     def entry_args(self, args: list[Field], entry: Field) -> None:
         self.fact("entrypoint", entry.text, entry)
         self.fact("entry_argv", tuple(a.text for a in args), entry)
+        self.fact("entry_argv_runtime", tuple(runtime_text(a) for a in args), entry)
         texts = [a.text for a in args]
         found = _dialect_of_words(texts)
         options, _ = split(texts, _arity_in(found))
@@ -468,6 +469,20 @@ def accelerate_world(f: dict[str, Fact]) -> None:
     machines = f.get("launcher_nodes") or f.get("accelerate_num_machines") or f.get("nodes")
     if machines and isinstance(machines.value, int) and machines.value and world.value % machines.value == 0:
         f.setdefault("procs_per_node", Fact(world.value // machines.value, world.source))
+
+
+def runtime_text(f: Field) -> str | None:
+    """A word known only at run time as shell text with ${NAME} references, when that is all
+    it holds ("$CKPT/run" from the environment -> "${CKPT}/run"); None otherwise."""
+    from generator.readers.bash.evaluate import UNKNOWN
+
+    if f.text is None or UNKNOWN not in f.text or f.text.count(UNKNOWN) != 1:
+        return None
+    m = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}? from the environment", f.note or "")
+    if not m:
+        return None
+    text = f.text.replace(UNKNOWN, "${" + m.group(1) + "}")
+    return text if re.fullmatch(r"([A-Za-z0-9_./:,=+@%~-]|\$\{[A-Za-z_][A-Za-z0-9_]*\})+", text) else None
 
 
 def step_schedule(text: str) -> tuple[tuple[int, int], ...] | None:

@@ -48,6 +48,10 @@ def shq(value: Any) -> str:
         raise TypeError("booleans have no shell spelling; render a flag instead")
     if isinstance(value, float):
         value = repr(value)
+    from generator.spec.model import ShellRef
+
+    if isinstance(value, ShellRef):  # ${NAME} references and safe characters only (schema)
+        return f'"{value.text}"'
     return shlex.quote(str(value))
 
 

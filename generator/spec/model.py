@@ -126,11 +126,22 @@ class Megatron:
 
 
 @dataclass(frozen=True)
+class ShellRef:
+    """An extra argument known at run time: literal text with ${NAME} references (the schema
+    allows nothing else), written double-quoted so that only those expand."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
 class Launch:
     launcher: str
     entrypoint: str
     python: str
-    extra_args: tuple[str, ...]
+    extra_args: tuple[str | ShellRef, ...]
     env: tuple[tuple[str, str], ...]
     check_extra_args: bool = True
 
@@ -299,7 +310,8 @@ def build_spec(doc: Document) -> Spec:
             launcher=data["launch"]["launcher"],
             entrypoint=data["launch"]["entrypoint"],
             python=data["launch"]["python"],
-            extra_args=tuple(data["launch"]["extra_args"]),
+            extra_args=tuple(ShellRef(a["shell"]) if isinstance(a, dict) else a
+                             for a in data["launch"]["extra_args"]),
             env=tuple((k, _env_text(v)) for k, v in data["launch"]["env"].items()),
             check_extra_args=data["launch"].get("check_extra_args", True),
         ),
