@@ -104,6 +104,7 @@ class Entry:
     fact: str | None = None
     omit: Any = None
     write: bool = True
+    spec_map: dict[str, str] | None = None
     since: str | None = None
     until: str | None = None
     group: str | None = None
@@ -198,7 +199,13 @@ def _flatten(items: list) -> list:
 
 @cache
 def _tables() -> dict[str, dict[str, Any]]:
+    """The Megatron family's dialects (detection, judging and expressing walk these)."""
     return read_yaml(_DIR / "megatron.yaml")
+
+
+@cache
+def _all_tables() -> dict[str, dict[str, Any]]:
+    return {**_tables(), **read_yaml(_DIR / "trainer.yaml")}
 
 
 def megatron_releases() -> tuple[str, ...]:
@@ -208,8 +215,8 @@ def megatron_releases() -> tuple[str, ...]:
 @cache
 def dialect(name: str, release: str | None = None) -> Dialect:
     """The dialect ``name`` (a key of megatron.yaml), at a Megatron-LM release where it has them."""
-    table = _tables()[name]
-    base = _tables().get(table.get("base", name), table)
+    table = _all_tables()[name]
+    base = _all_tables().get(table.get("base", name), table)
     if "releases" in base:
         release = release or "latest"
         cat = catalogue(base["releases"][release])
@@ -219,6 +226,10 @@ def dialect(name: str, release: str | None = None) -> Dialect:
     else:
         release = None
         cat = catalogue(table["catalogue"])
+    if "extra_options" in table:
+        cat = Catalogue(cat.source, {**cat.options, **{
+            flag: Option(flag, flag[2:], arity, None, None)
+            for flag, arity in table["extra_options"].items()}})
     entries: list[Entry] = []
     groups: list[tuple[int, str]] = []
     for item in _flatten(table["arguments"]):

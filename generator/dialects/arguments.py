@@ -79,6 +79,36 @@ def megatron_values(plan) -> dict[str, Any]:
     }
 
 
+def trainer_values(plan) -> dict[str, Any]:
+    """The values the Trainer's arguments carry, under the names of trainer.yaml."""
+    import json
+
+    t, s = plan.spec.training, plan.spec
+    kwargs = None
+    if plan.hf_scheduler == "cosine_with_min_lr":
+        kwargs = {"min_lr": t.min_lr}
+    elif plan.hf_scheduler == "warmup_stable_decay":
+        kwargs = {"num_decay_steps": plan.wsd_decay_iters, "min_lr_ratio": plan.min_lr_ratio}
+    fsdp = plan.framework == "fsdp" and s.launch.launcher != "accelerate"
+    shard = "full_shard" if plan.fsdp_reshard_after_forward else "shard_grad_op"
+    return {
+        "micro_batch_size": plan.micro_batch_size,
+        "gradient_accumulation_steps": plan.gradient_accumulation_steps,
+        "train_iters": plan.schedule.train_iters, "lr_warmup_iters": plan.schedule.warmup_iters,
+        "lr": plan.lr, "hf_scheduler": plan.hf_scheduler,
+        "lr_scheduler_kwargs": None if kwargs is None else json.dumps(kwargs, sort_keys=True),
+        "weight_decay": t.weight_decay, "adam_beta1": t.adam_betas[0], "adam_beta2": t.adam_betas[1],
+        "adam_eps": t.adam_eps, "clip_grad": t.gradient_clipping, "seed": t.seed,
+        "log_interval": t.log_interval, "precision": t.precision, "packing": s.data.packing,
+        "fsdp": f"{shard} auto_wrap" if fsdp else None,
+        "fsdp_config": json.dumps(plan.fsdp_trainer_config, sort_keys=True) if fsdp else None,
+        "gradient_checkpointing": t.recompute != "none" and plan.framework != "fsdp",
+        # for the comments only
+        "global": plan.global_batch_size, "accumulation": plan.gradient_accumulation_steps,
+        "dp": plan.dp, "steps": plan.schedule.train_iters, "warmup_steps": plan.schedule.warmup_iters,
+    }
+
+
 @dataclass(frozen=True)
 class Line:
     """One line of the argument array: a comment, or a flag with its (shell-ready) words."""

@@ -71,10 +71,13 @@ def framework_defaults(d: Dialect) -> dict[str, object]:
                 or option.default is None or entry.switch:
             continue
         value = entry.meaning([str(option.default)]) if entry.map else option.default
-        if value is not None:
+        if entry.spec_map and value is not None:
+            value = entry.spec_map.get(value, value)
+        if value is not None and not (isinstance(value, int | float) and value < 0):  # -1: unset
             out.setdefault(entry.spec, value)
     for name, path in _ASSUMED.items():
-        out[path] = d.defaults[name]
+        if name in d.defaults:
+            out[path] = d.defaults[name]
     return out
 
 
@@ -84,6 +87,19 @@ def read_megatron(words: list[str | None], draft: Draft, d: Dialect) -> list[str
     known, extra = split_arguments(words, d)
     for path, value in framework_defaults(d).items():
         draft.set(path, value)
+    read_entries(known, draft, d, extra)
+    if "--adam-beta1" in known or "--adam-beta2" in known:
+        set_adam_betas(draft, flag_value(known, "--adam-beta1", float),
+                       flag_value(known, "--adam-beta2", float))
+    _implied(known, draft, d)
+    _vpp(known, draft)
+    _schedule(known, draft)
+    _batch_changes(known, draft)
+    return extra
+
+
+def read_entries(known: dict, draft: Draft, d: Dialect, extra: list) -> None:
+    """The spec fields a dialect's table maps the known flags to (its walk backward)."""
     for entry in d.entries:
         if entry.flag not in known or entry.spec is None or entry.implied:
             continue
@@ -101,17 +117,11 @@ def read_megatron(words: list[str | None], draft: Draft, d: Dialect) -> list[str
                                    "kept in extra_args")
                 extra += [entry.flag, *words_]
             else:
+                if entry.spec_map:
+                    meaning = entry.spec_map.get(meaning, meaning)
                 draft.set(entry.spec, entry.spec_value if entry.spec_value is not None else meaning)
         else:
             draft.set(entry.spec, entry.spec_value if entry.spec_value is not None else entry.when)
-    if "--adam-beta1" in known or "--adam-beta2" in known:
-        set_adam_betas(draft, flag_value(known, "--adam-beta1", float),
-                       flag_value(known, "--adam-beta2", float))
-    _implied(known, draft, d)
-    _vpp(known, draft)
-    _schedule(known, draft)
-    _batch_changes(known, draft)
-    return extra
 
 
 def _implied(known: dict, draft: Draft, d: Dialect) -> None:

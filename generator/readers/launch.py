@@ -45,10 +45,6 @@ _ACCELERATE_FLAGS = {"--multi_gpu", "--cpu", "--tpu", "--use_deepspeed", "--use_
                      "--use_megatron_lm", "--same_network", "--debug", "--quiet", "-q",
                      "--module", "-m", "--no_python", "--enable_cpu_affinity", "--use_xpu",
                      "--use_parallelism_config", "--downcast_bf16", "--tpu_use_cluster"}
-# Hugging Face TrainingArguments that carry the plan's numbers -> fact names
-_TRAINER_FLAGS = {"--per_device_train_batch_size": "micro_batch_size",
-                  "--gradient_accumulation_steps": "gradient_accumulation_steps",
-                  "--max_steps": "train_iters", "--warmup_steps": "lr_warmup_iters"}
 
 
 def _dialect_of_words(texts: list[str | None]):
@@ -73,6 +69,14 @@ def _arity_in(d):
         return option.arity
 
     return arity
+
+
+@cache
+def _trainer_reading() -> dict[str, str]:
+    """{Trainer flag carrying a whole number: fact} from the Trainer's table."""
+    from generator.dialects import dialect
+
+    return {e.flag: e.value for e in dialect("trainer").entries if e.type == "int"}
 
 
 @cache
@@ -371,7 +375,7 @@ class _Reader:
             framework = "megatron-deepspeed" if "--deepspeed" in values else "megatron-lm"
             self.fact("framework", framework, entry)
         if trainer:
-            for flag, name in _TRAINER_FLAGS.items():
+            for flag, name in _trainer_reading().items():
                 if flag in values:
                     self.fact(name, _int(values[flag].text), values[flag])
             self.out.facts.setdefault("precision", Fact("fp32", self.src(entry)))

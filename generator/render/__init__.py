@@ -105,6 +105,11 @@ def render(plan: Plan, target: str) -> str:
         from generator.dialects.arguments import argument_lines, megatron_values
 
         extra = {"dialect": plan.dialect, "arguments": argument_lines(plan.dialect, megatron_values(plan))}
+    elif target == "trainer":
+        from generator.dialects import dialect
+        from generator.dialects.arguments import argument_lines, trainer_values
+
+        extra = {"arguments": argument_lines(dialect("trainer"), trainer_values(plan))}
     return template.render(plan=plan, spec=plan.spec, model=plan.model,
                            header=header(plan), plan_line=plan_line(plan), **extra)
 
