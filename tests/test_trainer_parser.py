@@ -1,0 +1,73 @@
+"""Oracle: the Hugging Face Trainer's own argument parser (transformers' HfArgumentParser over
+TrainingArguments) accepts every generated trainer_args.sh with the plan's batch and schedule;
+TRL's SFTConfig fields (--packing, --padding_free) are the only words it leaves over."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from generator.plan.plan import resolve
+from generator.render import render
+from generator.spec.model import load_spec
+
+from .conftest import SAMPLES, require_oracle
+from .helpers import plan_of, spec_dict
+
+pytestmark = pytest.mark.oracle
+TRAINER_SAMPLES = [s for s in SAMPLES if resolve(load_spec(s)).uses_trainer]
+
+
+def _words(text: str) -> list[str]:
+    return shlex.split(text.split("TRAINER_ARGS=(", 1)[1].rsplit(")", 1)[0], comments=True)
+
+
+def _parse(words: list[str], tmp_path: Path, monkeypatch):
+    require_oracle("transformers")
+    import transformers.training_args as training_args
+    from transformers import HfArgumentParser, TrainingArguments
+
+    monkeypatch.setattr(training_args, "is_torch_bf16_gpu_available", lambda: True)  # a GPU machine's answer
+    args, rest = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses(
+        args=[*words, "--output_dir", str(tmp_path / "out")], return_remaining_strings=True)
+    return args, rest
+
+
+def _check(plan, tmp_path: Path, monkeypatch) -> None:
+    args, rest = _parse(_words(render(plan, "trainer")), tmp_path, monkeypatch)
+    assert rest == (["--packing", "--padding_free"] if plan.spec.data.packing else []), rest
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps * plan.world_size \
+        == plan.global_batch_size
+    assert (args.per_device_train_batch_size, args.max_steps, args.warmup_steps) == \
+        (plan.micro_batch_size, plan.schedule.train_iters, plan.schedule.warmup_iters)
+    assert str(args.lr_scheduler_type.value) == plan.hf_scheduler
+    assert args.bf16 == (plan.spec.training.precision == "bf16")
+    if plan.framework == "fsdp" and plan.spec.launch.launcher != "accelerate":
+        # the Trainer keeps the config without its fsdp_ prefixes
+        assert (args.fsdp_config["version"], args.fsdp_config["reshard_after_forward"]) == \
+            (2, plan.fsdp_reshard_after_forward)
+
+
+@pytest.mark.parametrize("sample", TRAINER_SAMPLES, ids=[s.stem for s in TRAINER_SAMPLES])
+def test_samples_accepted_by_the_trainer(sample: Path, tmp_path: Path, monkeypatch) -> None:
+    _check(resolve(load_spec(sample)), tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("overrides", [
+    {"framework": "fsdp", "launch": {"launcher": "torchrun"}, "parallelism": {"tp": 1, "pp": 1, "zero_stage": 2}},
+    {"framework": "fsdp", "launch": {"launcher": "torchrun"}, "parallelism": {"tp": 1, "pp": 1},
+     "training": {"train_iters": 100, "lr": 1e-4, "warmup": 0, "decay": "wsd", "precision": "fp16"},
+     "data": {"packing": True}},
+    {"framework": "deepspeed", "launch": {"launcher": "accelerate"}, "parallelism": {"tp": 1, "pp": 1, "zero_stage": 3},
+     "training": {"train_iters": 100, "lr": 1e-4, "warmup": {"iters": 5}, "decay": "constant", "recompute": "full"}},
+])
+def test_variants_accepted_by_the_trainer(overrides: dict, tmp_path: Path, monkeypatch) -> None:
+    _check(plan_of(tmp_path, spec_dict(**overrides)), tmp_path, monkeypatch)
+
+
+def test_the_trainer_parser_refuses_a_typo(tmp_path: Path, monkeypatch) -> None:
+    words = _words(render(resolve(load_spec(TRAINER_SAMPLES[0])), "trainer"))
+    _, rest = _parse([*words, "--per_device_train_batchsize", "2"], tmp_path, monkeypatch)
+    assert rest == ["--per_device_train_batchsize", "2"]
