@@ -19,7 +19,6 @@ from generator.resources import read_yaml
 
 _DIR = Path(__file__).resolve().parent
 MEGATRON_FORKS = ("microsoft", "bigscience")
-DEFAULT_FORK = "microsoft"
 
 
 @dataclass(frozen=True)
@@ -172,12 +171,6 @@ class Dialect:
         return self.defaults.get(name) == value or any(
             e.value == name and e.write and e.spelled(value) is not None for e in self.entries)
 
-    def by_flag(self) -> dict[str, list[Entry]]:
-        out: dict[str, list[Entry]] = {}
-        for entry in self.entries:
-            out.setdefault(entry.flag, []).append(entry)
-        return out
-
 
 def _release_key(release: str | None) -> tuple[int, ...]:
     if release is None or release == "latest":
@@ -269,12 +262,6 @@ def all_entries() -> tuple[Entry, ...]:
             seen.setdefault((entry.flag, entry.value, entry.when, entry.fact,
                              tuple(sorted((entry.map or {}).items()))), entry)
     return tuple(seen.values())
-
-
-@cache
-def arities() -> dict[str, int]:
-    """flag -> values it takes, over every Megatron dialect's entries."""
-    return {entry.flag: entry.arity for entry in all_entries()}
 
 
 def detect(flags: set[str], alibi: bool = False) -> Dialect:

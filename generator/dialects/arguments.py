@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator.dialects import Dialect, dialect, dialect_of, megatron_dialect_names
+from generator.dialects import Dialect, dialect, megatron_dialect_names
 
 # plan value -> the spec field it comes from (where a refusal points)
 SPEC_FIELD = {
@@ -24,6 +24,10 @@ SPEC_FIELD = {
     "recompute": "training.recompute", "flash_attention": "training.flash_attention",
     "ascend": "cluster.gpu", "zero_stage": "parallelism.zero_stage",
 }
+# how a spec selects each dialect
+_SETTING = {"megatron-lm": "framework: megatron-lm", "mindspeed-llm": "framework: megatron-lm",
+            "megatron-deepspeed/microsoft": "megatron.fork: microsoft",
+            "megatron-deepspeed/bigscience": "megatron.fork: bigscience"}
 # values that only say how others are written (no flag of their own has to carry them)
 _CARRIED = {"world_size", "dp", "global", "accumulation", "steps", "warmup_steps", "vocab_size",
             "layers_per_virtual_stage", "lr_warmup_fraction"}
@@ -160,11 +164,11 @@ def expressing(name: str, value: Any, values: dict[str, Any], release: str | Non
     """The dialects that can write ``name`` = ``value``."""
     out = []
     for candidate in megatron_dialect_names():
+        if (candidate == "mindspeed-llm") != bool(values.get("ascend")) and candidate.startswith(("mindspeed",
+                                                                                                  "megatron-lm")):
+            continue  # MindSpeed-LLM is Megatron-LM on Ascend, and only there
         d = dialect(candidate, release if candidate in ("megatron-lm", "mindspeed-llm") else None)
         if name not in unexpressed(d, {**values, name: value}):
-            out.append(str(d))
+            out.append(f"{d} ({_SETTING[candidate]})")
     return out
 
-
-def plan_dialect(plan) -> Dialect | None:
-    return dialect_of(plan.spec)

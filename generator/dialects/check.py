@@ -21,7 +21,8 @@ def dialect_findings(plan) -> list[Finding]:
     for name in unexpressed(d, values):
         field_ = SPEC_FIELD[name]
         shown = _spec_value(plan.spec, field_)
-        others = [o for o in expressing(name, values[name], values, d.release) if o != str(d)]
+        others = [o for o in expressing(name, values[name], values, d.release)
+                  if not o.startswith(f"{d} (")]
         fact = Fact((field_, shown, str(d), tuple(others)), plan.spec.where(field_))
         findings.append(RULES["GL218"].run({"dialect_unexpressed": fact}))
     if plan.spec.launch.check_extra_args:
