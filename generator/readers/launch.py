@@ -49,12 +49,13 @@ _ACCELERATE_FLAGS = {"--multi_gpu", "--cpu", "--tpu", "--use_deepspeed", "--use_
 
 def _dialect_of_words(texts: list[str | None]):
     """The Megatron dialect an entry point's words are written in (see dialects.detect)."""
-    from generator.dialects import detect
+    from generator.dialects import all_entries, detect
 
     names = {t.partition("=")[0] for t in texts if is_flag(t)}
-    alibi = any(t == "--position-embedding-type=alibi" or (t == "--position-embedding-type" and
-                k + 1 < len(texts) and texts[k + 1] == "alibi") for k, t in enumerate(texts))
-    return detect(names, alibi=alibi)
+    spelled = {f"{e.flag}={e.map['alibi']}" for e in all_entries()
+               if e.value == "position_embedding" and e.map and "alibi" in e.map}
+    joined = {f"{t}={texts[k + 1]}" for k, t in enumerate(texts[:-1]) if is_flag(t)} | set(texts)
+    return detect(names, alibi=bool(spelled & joined))
 
 
 def _arity_in(d):
