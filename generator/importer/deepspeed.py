@@ -3,10 +3,10 @@ DeepSpeed, where the JSON holds them) the optimizer and the LR schedule."""
 
 from __future__ import annotations
 
+from generator.dialects.deepspeed import keys, scheduler_names
 from generator.importer.draft import Draft
 from generator.rules import Fact
 
-_SCHEDULERS = {"WarmupCosineLR": "cosine", "WarmupDecayLR": "linear", "WarmupLR": "constant"}
 _OFFLOAD = {(False, False): "none", (True, False): "optimizer", (True, True): "optimizer_and_params"}
 
 
@@ -29,13 +29,13 @@ def read_deepspeed(facts: dict[str, Fact], draft: Draft, owns_optimizer: bool) -
         elif (value := _number(facts, name)) is not None:
             draft.set(path, value)
 
-    fill("batch.micro_batch_size", "ds_micro_batch_size")
-    fill("batch.global_batch_size", "ds_train_batch_size")
-    if draft.get("batch.global_batch_size") is None:
-        fill("batch.gradient_accumulation_steps", "ds_gradient_accumulation_steps")
-    fill("parallelism.zero_stage", "ds_zero_stage")
-    fill("parallelism.cp", "ds_sequence_parallel_size")
-    fill("parallelism.pp", "ds_pipeline_stages")
+    # the dialect table's keys that carry a spec field (deepspeed.yaml); the global batch, when
+    # given, decides the accumulation (DeepSpeed derives it)
+    for key in keys():
+        derived = key.spec == "batch.gradient_accumulation_steps" and \
+            draft.get("batch.global_batch_size") is not None
+        if key.spec and key.fact and key.write and not derived:
+            fill(key.spec, key.fact)
     offload = ("ds_offload_optimizer" in facts and facts["ds_offload_optimizer"].value != "none",
                "ds_offload_param" in facts and facts["ds_offload_param"].value != "none")
     draft.set("parallelism.zero_offload", _OFFLOAD.get(offload, "optimizer_and_params"))
@@ -72,13 +72,13 @@ def _optimizer(facts: dict[str, Fact], draft: Draft) -> None:
 
 def _scheduler(facts: dict[str, Fact], draft: Draft) -> None:
     kind, params = facts["ds_scheduler"].value if "ds_scheduler" in facts else (None, {})
-    if kind not in _SCHEDULERS:
-        what = f"scheduler {kind!r} is not one the spec renders ({', '.join(_SCHEDULERS)})" if kind \
+    if kind not in scheduler_names():
+        what = f"scheduler {kind!r} is not one the spec renders ({', '.join(scheduler_names())})" if kind \
             else "no scheduler in the DeepSpeed JSON"
         draft.unknown("training.train_iters", f"{what}; the run length is set by the training script")
         draft.unknown("training.decay", f"{what}; constant assumed", "constant")
         return
-    draft.set("training.decay", _SCHEDULERS[kind])
+    draft.set("training.decay", scheduler_names()[kind])
     steps, warmup = params.get("total_num_steps"), params.get("warmup_num_steps", 0)
     if isinstance(steps, int):
         draft.set("training.train_iters", steps)

@@ -6,22 +6,12 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from generator.data import load
+from generator.dialects.deepspeed import read_paths, table
 from generator.readers.jsonc import JsonError, Node, parse
 from generator.rules.registry import Fact
 
-_FIELDS = {
-    "ds_train_batch_size": ("train_batch_size",),
-    "ds_micro_batch_size": ("train_micro_batch_size_per_gpu",),
-    "ds_gradient_accumulation_steps": ("gradient_accumulation_steps",),
-    "ds_zero_stage": ("zero_optimization", "stage"),
-    "ds_sequence_parallel_size": ("sequence_parallel_size",),
-    "ds_pipeline_stages": ("pipeline", "stages"),
-    "ds_gradient_clipping": ("gradient_clipping",),
-    "ds_steps_per_print": ("steps_per_print",),
-    "ds_offload_optimizer": ("zero_optimization", "offload_optimizer", "device"),
-    "ds_offload_param": ("zero_optimization", "offload_param", "device"),
-}
+# top-level keys that make a JSON a DeepSpeed config (detection only: a sweep's index.json or a
+# tokenizer config is not one; rarer keys such as "pipeline" alone are not enough)
 _DS_HINTS = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
              "zero_optimization", "fp16", "bf16", "optimizer", "scheduler", "gradient_clipping"}
 
@@ -59,15 +49,15 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
         return out
     out.looks_like_deepspeed = bool(_DS_HINTS & set(root.value))
     facts = out.facts
-    for name, path in _FIELDS.items():
+    for name, path, switch in read_paths():  # the dialect table's keys (deepspeed.yaml)
         node = root.get(*path)
-        if node is not None and isinstance(node.value, int | float | str) and \
-                not isinstance(node.value, bool):
+        if node is None or name in facts:
+            continue
+        if switch:
+            if node.value is True:
+                facts[name] = Fact(True, where(node.offset))
+        elif isinstance(node.value, int | float | str) and not isinstance(node.value, bool):
             facts[name] = Fact(node.value, where(node.offset))
-    for precision in ("fp16", "bf16", "bfloat16"):
-        node = root.get(precision, "enabled")
-        if node is not None and node.value is True:
-            facts[f"ds_{'bf16' if precision == 'bfloat16' else precision}"] = Fact(True, where(node.offset))
     for section in ("scheduler", "optimizer"):
         node = root.get(section)
         if node is None or not isinstance(node.value, dict):
@@ -76,16 +66,12 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
         plain = params.plain() if params is not None and isinstance(params.value, dict) else {}
         kind = node.get("type")
         facts[f"ds_{section}"] = Fact((kind.value if kind else None, plain), where(node.offset))
-        for key in ("total_num_steps", "warmup_num_steps") if section == "scheduler" else ():
-            value = params.get(key) if params is not None else None
-            if value is not None and isinstance(value.value, int):
-                facts[f"ds_{key}"] = Fact(value.value, where(value.offset))
     facts.update(_key_facts(root, where))
     return out
 
 
 def _key_facts(root: Node, where) -> dict[str, Fact]:
-    keys = load("deepspeed_keys.yaml")
+    known = table()
     autos, removed, unknown = [], [], []
 
     def walk(node: Node, path: str) -> None:
@@ -97,19 +83,20 @@ def _key_facts(root: Node, where) -> dict[str, Fact]:
 
     walk(root, "")
     for key, child in root.value.items():
-        if key in keys["removed_top_level"]:
+        if key in known["removed_top_level"]:
             removed.append((key, where(child.key_offset or child.offset)))
     zero = root.get("zero_optimization")
     if zero is not None and isinstance(zero.value, dict):
         for key, child in zero.value.items():
-            if key in keys["removed_in_zero"]:
+            if key in known["removed_in_zero"]:
                 removed.append((f"zero_optimization.{key}", where(child.key_offset or child.offset)))
-    for section, allowed in keys["strict_sections"].items():
+    for section, allowed in known["strict_sections"].items():
         node = root.get(*section.split("."))
         if node is None or not isinstance(node.value, dict):
             continue
         for key, child in node.value.items():
-            if key not in allowed and not (section == "zero_optimization" and key in keys["removed_in_zero"]):
+            if key not in allowed and not (section == "zero_optimization"
+                                           and key in known["removed_in_zero"]):
                 unknown.append((f"{section}.{key}", where(child.key_offset or child.offset)))
     facts = {}
     for name, items in (("ds_auto", autos), ("ds_removed_keys", removed), ("ds_unknown_keys", unknown)):

@@ -105,6 +105,10 @@ def render(plan: Plan, target: str) -> str:
         from generator.dialects.arguments import argument_lines, megatron_values
 
         extra = {"dialect": plan.dialect, "arguments": argument_lines(plan.dialect, megatron_values(plan))}
+    elif target == "deepspeed":
+        from generator.dialects.deepspeed import config
+
+        extra = {"config": config(plan)}
     elif target == "trainer":
         from generator.dialects import dialect
         from generator.dialects.arguments import argument_lines, trainer_values

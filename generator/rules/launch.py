@@ -161,7 +161,9 @@ def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None =
     write the numbers (gen-launch computes them).
 
     Example: "zero_optimization": {"stage": "auto"} in a config passed to deepspeed.initialize."""
-    dropped = load("deepspeed_keys.yaml")["auto_dropped_sections"]
+    from generator.dialects.deepspeed import table
+
+    dropped = table()["auto_dropped_sections"]
     hf = launcher == "accelerate"
     for path, source in ds_auto:
         if path.split(".")[0] in dropped:
