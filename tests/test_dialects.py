@@ -156,3 +156,32 @@ def test_the_renderer_walks_the_table_in_order() -> None:
     assert ROOT.joinpath("generator/dialects/megatron.yaml").is_file()
     assert argument_lines(d, {}) == []  # no values, nothing written
     assert list(itertools.islice(megatron_releases(), 1)) == ["core_v0.12"]
+
+
+def test_accelerate_keys_are_accelerates_config_keys() -> None:
+    """Every top-level key accelerate's table writes is a field of accelerate 1.15's ClusterConfig
+    (catalogues/accelerate-config.json); the sections it fills are its dict fields."""
+    import json
+
+    from generator.dialects.keyed import keyed_dialect
+
+    catalogue = json.loads((ROOT / "generator/dialects/catalogues/accelerate-config.json").read_text())
+    fields = {entry["key"]: entry["type"] for entry in catalogue["keys"]}
+    table = keyed_dialect("accelerate")
+    for key in table.keys:
+        assert key.path[0] in fields, key.key
+        if len(key.path) > 1:
+            assert "dict" in fields[key.path[0]], key.key
+
+
+def test_deepspeed_keys_are_in_deepspeeds_strict_sections() -> None:
+    """Every key DeepSpeed's table writes inside a section DeepSpeed's models check strictly is
+    one they define (the lists come from DeepSpeed 0.19.8's pydantic models)."""
+    from generator.dialects.keyed import keyed_dialect
+
+    table = keyed_dialect("deepspeed")
+    strict = table.table["strict_sections"]
+    for key in table.keys:
+        section = ".".join(key.path[:-1])
+        if section in strict:
+            assert key.path[-1] in strict[section], key.key

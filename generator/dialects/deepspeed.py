@@ -3,71 +3,13 @@ config a plan renders and backward by the JSON reader and `import`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from generator.resources import read_yaml
-
-_DIR = Path(__file__).resolve().parent
-_UNSET = object()
+from generator.dialects.keyed import KeyedDialect, keyed_dialect
 
 
-@dataclass(frozen=True)
-class Key:
-    """One key of ds_config.json (see the header of deepspeed.yaml)."""
-
-    key: str
-    value: str | None = None
-    when: Any = None
-    const: Any = _UNSET
-    map: dict[str, Any] | None = None
-    only: dict[str, list] | None = None
-    fact: str | None = None
-    spec: str | None = None
-    write: bool = True
-
-    @property
-    def path(self) -> tuple[str, ...]:
-        return tuple(self.key.split("."))
-
-    def written(self, values: dict[str, Any]) -> tuple[bool, Any]:
-        """(whether the key is written for these plan values, the JSON value)."""
-        if not self.write or (self.only and any(values.get(k) not in v for k, v in self.only.items())):
-            return False, None
-        if self.value is None:
-            return self.const is not _UNSET, self.const
-        value = values.get(self.value)
-        if self.when is not None:
-            return value == self.when, self.const
-        if self.map is not None:
-            return (value in self.map, self.map.get(value)) if isinstance(value, str) else (False, None)
-        if self.const is not _UNSET:
-            return value not in (None, False), self.const
-        return value is not None, value
-
-
-@cache
-def table() -> dict[str, Any]:
-    return read_yaml(_DIR / "deepspeed.yaml")["deepspeed"]
-
-
-@cache
-def keys() -> tuple[Key, ...]:
-    return tuple(Key(**entry) for entry in table()["keys"])
-
-
-def read_paths() -> list[tuple[str, tuple[str, ...], bool]]:
-    """[(fact, JSON path, switch)] for every key that yields a fact, older spellings after the
-    written one (a switch fact is true when its key is true)."""
-    return [(key.fact, key.path, key.const is True) for key in keys() if key.fact]
-
-
-def scheduler_names() -> dict[str, str]:
-    """{DeepSpeed scheduler type: the spec's decay}."""
-    entry = next(k for k in keys() if k.key == "scheduler.type")
-    return {json_name: decay for decay, json_name in (entry.map or {}).items()}
+def dialect() -> KeyedDialect:
+    return keyed_dialect("deepspeed")
 
 
 def deepspeed_values(plan) -> dict[str, Any]:
@@ -101,14 +43,4 @@ def deepspeed_values(plan) -> dict[str, Any]:
 
 def config(plan) -> dict[str, Any]:
     """The DeepSpeed config of a plan, keys in the table's order."""
-    values = deepspeed_values(plan)
-    out: dict[str, Any] = {}
-    for key in keys():
-        wanted, value = key.written(values)
-        if not wanted:
-            continue
-        node = out
-        for part in key.path[:-1]:
-            node = node.setdefault(part, {})
-        node[key.path[-1]] = value
-    return out
+    return dialect().build(deepspeed_values(plan))

@@ -3,7 +3,7 @@ DeepSpeed, where the JSON holds them) the optimizer and the LR schedule."""
 
 from __future__ import annotations
 
-from generator.dialects.deepspeed import keys, scheduler_names
+from generator.dialects.keyed import keyed_dialect
 from generator.importer.draft import Draft
 from generator.rules import Fact
 
@@ -31,7 +31,7 @@ def read_deepspeed(facts: dict[str, Fact], draft: Draft, owns_optimizer: bool) -
 
     # the dialect table's keys that carry a spec field (deepspeed.yaml); the global batch, when
     # given, decides the accumulation (DeepSpeed derives it)
-    for key in keys():
+    for key in keyed_dialect("deepspeed").keys:
         derived = key.spec == "batch.gradient_accumulation_steps" and \
             draft.get("batch.global_batch_size") is not None
         if key.spec and key.fact and key.write and not derived:
@@ -72,13 +72,14 @@ def _optimizer(facts: dict[str, Fact], draft: Draft) -> None:
 
 def _scheduler(facts: dict[str, Fact], draft: Draft) -> None:
     kind, params = facts["ds_scheduler"].value if "ds_scheduler" in facts else (None, {})
-    if kind not in scheduler_names():
-        what = f"scheduler {kind!r} is not one the spec renders ({', '.join(scheduler_names())})" if kind \
+    decays = keyed_dialect("deepspeed").names("scheduler.type")  # {DeepSpeed's type: decay}
+    if kind not in decays:
+        what = f"scheduler {kind!r} is not one the spec renders ({', '.join(decays)})" if kind \
             else "no scheduler in the DeepSpeed JSON"
         draft.unknown("training.train_iters", f"{what}; the run length is set by the training script")
         draft.unknown("training.decay", f"{what}; constant assumed", "constant")
         return
-    draft.set("training.decay", scheduler_names()[kind])
+    draft.set("training.decay", decays[kind])
     steps, warmup = params.get("total_num_steps"), params.get("warmup_num_steps", 0)
     if isinstance(steps, int):
         draft.set("training.train_iters", steps)

@@ -4,20 +4,10 @@ Read as YAML data only (safe loader, nothing constructed or run)."""
 
 from __future__ import annotations
 
+from generator.dialects.keyed import keyed_dialect
 from generator.errors import UserError
 from generator.rules.registry import Fact
 from generator.spec.load import load_yaml
-
-_FIELDS = {"accelerate_num_processes": ("num_processes",),
-           "accelerate_num_machines": ("num_machines",),
-           "accelerate_distributed_type": ("distributed_type",),
-           "accelerate_mixed_precision": ("mixed_precision",),
-           "accelerate_fsdp_version": ("fsdp_config", "fsdp_version"),
-           "accelerate_reshard_after_forward": ("fsdp_config", "fsdp_reshard_after_forward"),
-           "accelerate_offload_params": ("fsdp_config", "fsdp_offload_params"),
-           "accelerate_activation_checkpointing": ("fsdp_config", "fsdp_activation_checkpointing"),
-           "accelerate_dp_replicate_size": ("parallelism_config", "parallelism_config_dp_replicate_size")}
-_FRAMEWORK = {"FSDP": "fsdp", "DEEPSPEED": "deepspeed"}
 
 
 def read_accelerate_config(text: str, file: str) -> tuple[dict[str, Fact], list[tuple[str, str]]]:
@@ -29,13 +19,14 @@ def read_accelerate_config(text: str, file: str) -> tuple[dict[str, Fact], list[
     if not isinstance(doc.data, dict):
         return {}, [(file, "an accelerate config is a YAML mapping")]
     facts: dict[str, Fact] = {}
-    for name, path in _FIELDS.items():
+    for name, path, _ in keyed_dialect("accelerate").read_paths():  # accelerate.yaml's keys
         node = doc.data
         for part in path:
             node = node.get(part) if isinstance(node, dict) else None
         if node is not None and not isinstance(node, dict | list):
             facts[name] = Fact(node, str(doc.locate(list(path))))
     kind = facts.get("accelerate_distributed_type")
-    if kind is not None and kind.value in _FRAMEWORK:
-        facts["accelerate_framework"] = Fact(_FRAMEWORK[kind.value], kind.source)
+    frameworks = keyed_dialect("accelerate").names("distributed_type")
+    if kind is not None and kind.value in frameworks:
+        facts["accelerate_framework"] = Fact(frameworks[kind.value], kind.source)
     return facts, []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from generator.dialects.deepspeed import read_paths, table
+from generator.dialects.keyed import keyed_dialect
 from generator.readers.jsonc import JsonError, Node, parse
 from generator.rules.registry import Fact
 
@@ -49,7 +49,7 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
         return out
     out.looks_like_deepspeed = bool(_DS_HINTS & set(root.value))
     facts = out.facts
-    for name, path, switch in read_paths():  # the dialect table's keys (deepspeed.yaml)
+    for name, path, switch in keyed_dialect("deepspeed").read_paths():  # deepspeed.yaml's keys
         node = root.get(*path)
         if node is None or name in facts:
             continue
@@ -71,7 +71,7 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
 
 
 def _key_facts(root: Node, where) -> dict[str, Fact]:
-    known = table()
+    known = keyed_dialect("deepspeed").table
     autos, removed, unknown = [], [], []
 
     def walk(node: Node, path: str) -> None:

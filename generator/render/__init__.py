@@ -109,6 +109,10 @@ def render(plan: Plan, target: str) -> str:
         from generator.dialects.deepspeed import config
 
         extra = {"config": config(plan)}
+    elif target == "accelerate":
+        from generator.dialects.accelerate import config
+
+        extra = {"config": config(plan)}
     elif target == "trainer":
         from generator.dialects import dialect
         from generator.dialects.arguments import argument_lines, trainer_values

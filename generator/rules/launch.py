@@ -161,9 +161,9 @@ def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None =
     write the numbers (gen-launch computes them).
 
     Example: "zero_optimization": {"stage": "auto"} in a config passed to deepspeed.initialize."""
-    from generator.dialects.deepspeed import table
+    from generator.dialects.keyed import keyed_dialect
 
-    dropped = table()["auto_dropped_sections"]
+    dropped = keyed_dialect("deepspeed").table["auto_dropped_sections"]
     hf = launcher == "accelerate"
     for path, source in ds_auto:
         if path.split(".")[0] in dropped:
