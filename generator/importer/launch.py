@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from generator.dialects.slurm import named, options
 from generator.importer.draft import Draft
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.rules import Fact
@@ -14,11 +15,6 @@ from generator.rules import Fact
 PLUMBING = {"NODES", "PROCS_PER_NODE", "WORLD_SIZE", "GEN_LAUNCH_DIR", "MASTER_ADDR", "MASTER_PORT",
             "CUDA_DEVICE_MAX_CONNECTIONS", "RANK", "LOCAL_RANK", "NODE_RANK", "NNODES",
             "GPUS_PER_NODE", "NPROC_PER_NODE"}
-_SLURM = {  # spec key -> the sbatch option's spellings
-    "partition": ("--partition", "-p"), "account": ("--account", "-A"), "qos": ("--qos", "-q"),
-    "time": ("--time", "-t"), "mem": ("--mem",), "output": ("--output", "-o"),
-    "error": ("--error", "-e"),
-}
 # a Slurm GPU type (--gres=gpu:TYPE:N, --gpus-per-node=TYPE:N) -> a GPU preset; a100 is a guess
 _GPU_TYPES = (("gh200", None), ("gb200", "gb200"), ("h200", "h200-141gb"), ("h100", "h100-80gb"),
               ("b200", "b200"), ("a100", "a100-80gb"), ("mi300", "mi300x"), ("mi325", "mi325x"))
@@ -50,7 +46,7 @@ def read_launch_facts(facts: dict[str, Fact], script: str, draft: Draft) -> None
 
 
 def _name(sbatch: dict, script: str, draft: Draft) -> None:
-    given, name = _option(sbatch, ("--job-name", "-J"))
+    given, name = _option(sbatch, named("name").names)
     if given and _known(name) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name or ""):
         draft.set("name", name)
         return
@@ -126,20 +122,22 @@ def _environment(facts: dict[str, Fact], draft: Draft) -> None:
 def _slurm(facts: dict[str, Fact], sbatch: dict, srun: dict, draft: Draft) -> None:
     if not sbatch:
         draft.notes.append("no #SBATCH lines: the slurm section is the spec's defaults")
-    for key, names in _SLURM.items():
-        given, value = _option(sbatch, names)
-        if given and _known(value):
-            draft.set(f"slurm.{key}", value)
+    for option in options():  # the Slurm dialect's options that carry a spec field (slurm.yaml)
+        if option.spec is None:
+            continue
+        given, value = _option(sbatch, option.names)
+        if option.switch:
+            if sbatch:
+                draft.set(option.spec, given)
+        elif given and _known(value):
+            whole = option.kind == "int" and re.fullmatch(r"[0-9]+", value or "")
+            if option.kind != "int" or whole:
+                draft.set(option.spec, int(value) if whole else value)
         elif given:
-            draft.notes.append(f"#SBATCH {names[0]} is set at run time; left out")
-    if sbatch and not _option(sbatch, _SLURM["time"])[0]:
+            draft.notes.append(f"#SBATCH {option.option} is set at run time; left out")
+    if sbatch and not _option(sbatch, named("time").names)[0]:
         draft.unknown("slurm.time", "no #SBATCH --time (the partition's default limit applies); "
                       "the spec's default written", "2-00:00:00")
-    cpus = facts.get("sbatch_cpus_per_task")
-    if cpus and isinstance(cpus.value, int):
-        draft.set("slurm.cpus_per_task", cpus.value)
-    if sbatch:
-        draft.set("slurm.exclusive", "--exclusive" in sbatch)
     for key in ("container_image", "container_workdir"):
         given, value = _option(srun, (f"--{key.replace('_', '-')}",))
         if given and _known(value):

@@ -11,23 +11,10 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from generator.dialects.argv import is_flag, split
+from generator.dialects.slurm import value_options
 from generator.readers.bash import Command, Field, Script, read_script
 from generator.rules.registry import Fact
 
-# srun / sbatch options that take a value (space-separated form); others are flags.
-_SLURM_VALUE_OPTIONS = {
-    "-N", "--nodes", "-n", "--ntasks", "--ntasks-per-node", "-c", "--cpus-per-task", "--gpus-per-node",
-    "--gpus-per-task", "--gpus", "-G", "--gres", "-p", "--partition", "-A", "--account", "-q", "--qos",
-    "-t", "--time", "-J", "--job-name", "-o", "--output", "-e", "--error", "--mem", "--mem-per-cpu",
-    "--mem-per-gpu", "--container-image", "--container-mounts", "--container-workdir", "--container-name",
-    "--mpi", "--export", "-w", "--nodelist", "-x", "--exclude", "--cpu-bind", "--gpu-bind", "-m",
-    "--distribution", "--jobid", "-C", "--constraint", "--dependency", "-d", "--reservation",
-    "--kill-on-bad-exit", "-K", "--signal", "--array", "-a", "--chdir", "-D", "--hint", "--mail-type",
-    "--mail-user", "--comment", "--open-mode", "--network", "--overcommit", "--ntasks-per-gpu",
-}
-_SLURM_FLAGS = {"--exclusive", "-l", "--label", "--unbuffered", "-u", "--overlap", "--no-kill",
-                "--requeue", "--no-container-mount-home", "-O", "--overcommit", "--wait", "-W",
-                "--parsable", "--test-only", "-Q", "--quiet", "-v", "--verbose"}
 _TORCHRUN_VALUE = {"--nnodes", "--nproc_per_node", "--nproc-per-node", "--node_rank", "--node-rank",
                    "--master_addr", "--master-addr", "--master_port", "--master-port", "--rdzv_backend",
                    "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint", "--rdzv_id", "--rdzv-id",
@@ -228,7 +215,7 @@ class _Reader:
                 k += 1
                 while k < len(words) and (words[k] or "").startswith("-"):
                     name, _, value = (words[k] or "").partition("=")
-                    if not value and name in _SLURM_VALUE_OPTIONS and k + 1 < len(words):
+                    if not value and name in value_options() and k + 1 < len(words):
                         value = words[k + 1] or ""
                         k += 1
                     srun_options[name] = (value or None, argv[0].offset)
@@ -539,10 +526,10 @@ def _options(words: list[str]) -> list[tuple[str, str | None]]:
         if not word.startswith("-"):
             break
         name, eq, value = word.partition("=")
-        if not eq and name in _SLURM_VALUE_OPTIONS and k + 1 < len(words):
+        if not eq and name in value_options() and k + 1 < len(words):
             value = words[k + 1]
             k += 1
-        elif not eq and len(name) > 2 and not name.startswith("--") and name[:2] in _SLURM_VALUE_OPTIONS:
+        elif not eq and len(name) > 2 and not name.startswith("--") and name[:2] in value_options():
             name, value = name[:2], name[2:]  # -N2
         out.append((name, value if (eq or value) else None))
         k += 1

@@ -113,6 +113,10 @@ def render(plan: Plan, target: str) -> str:
         from generator.dialects.accelerate import config
 
         extra = {"config": config(plan)}
+    elif target == "slurm":
+        from generator.dialects.slurm import sbatch_lines
+
+        extra = {"sbatch": sbatch_lines(plan)}
     elif target == "trainer":
         from generator.dialects import dialect
         from generator.dialects.arguments import argument_lines, trainer_values

@@ -1,0 +1,77 @@
+"""Slurm's dialect (slurm.yaml): the #SBATCH options a plan writes, and the spellings of sbatch
+and srun options the readers and `import` take apart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from generator.resources import read_yaml
+
+_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class SlurmOption:
+    option: str
+    short: str | None = None
+    value: str | None = None
+    switch: bool = False
+    spec: str | None = None
+    kind: str | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.option, self.short) if self.short else (self.option,)
+
+
+@cache
+def _table() -> dict[str, Any]:
+    return read_yaml(_DIR / "slurm.yaml")["slurm"]
+
+
+@cache
+def options() -> tuple[SlurmOption, ...]:
+    return tuple(SlurmOption(**entry) for entry in _table()["options"])
+
+
+@cache
+def value_options() -> frozenset[str]:
+    """Every sbatch/srun spelling that takes a value."""
+    own = {name for o in options() if not o.switch for name in o.names}
+    return frozenset(own | set(_table()["value_options"]))
+
+
+@cache
+def switches() -> frozenset[str]:
+    return frozenset({name for o in options() if o.switch for name in o.names} | set(_table()["switches"]))
+
+
+def named(value: str) -> SlurmOption:
+    """The option that writes a plan value (e.g. "name": --job-name)."""
+    return next(o for o in options() if o.value == value)
+
+
+def slurm_values(plan) -> dict[str, Any]:
+    s = plan.spec.slurm
+    return {"name": plan.spec.name, "nodes": plan.spec.cluster.nodes,
+            "tasks_per_node": plan.tasks_per_node,
+            "gpus_per_node": plan.spec.cluster.gpus_per_node if plan.gpu["gres"] else None,
+            "cpus_per_task": s.cpus_per_task, "mem": s.mem, "time": s.time, "partition": s.partition,
+            "account": s.account, "qos": s.qos, "exclusive": s.exclusive, "output": s.output,
+            "error": s.error}
+
+
+def sbatch_lines(plan) -> list[tuple[str, Any]]:
+    """[(option, value or None for a switch)] of the #SBATCH header, in the table's order."""
+    values = slurm_values(plan)
+    out: list[tuple[str, Any]] = []
+    for option in options():
+        value = values.get(option.value) if option.value else None
+        if option.switch and value:
+            out.append((option.option, None))
+        elif not option.switch and value not in (None, False, ""):
+            out.append((option.option, value))
+    return out
