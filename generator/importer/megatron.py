@@ -117,6 +117,9 @@ def read_entries(known: dict, draft: Draft, d: Dialect, extra: list) -> None:
                                    "kept in extra_args")
                 extra += [entry.flag, *words_]
             else:
+                if meaning in entry.map and words_[0] != entry.map[meaning]:  # another spelling
+                    draft.marks[entry.spec] = (f"the files give {entry.flag} {words_[0]}; {entry.spec} "
+                                               f"{meaning} renders {entry.flag} {entry.map[meaning]}")
                 if entry.spec_map:
                     meaning = entry.spec_map.get(meaning, meaning)
                 draft.set(entry.spec, entry.spec_value if entry.spec_value is not None else meaning)

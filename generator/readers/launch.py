@@ -337,14 +337,17 @@ class _Reader:
         if megatron:
             self.fact("megatron_dialect", found.name, entry)
         trainer = "--per_device_train_batch_size" in values and not megatron
-        if megatron or trainer:  # Megatron and the HF Trainer spell these alike
-            for flag in ("--bf16", "--fp16"):
-                if flag in values:
-                    self.fact("precision", flag[2:], values[flag])
+        if megatron or trainer:  # the precision as any Megatron dialect (or the Trainer) spells it
+            from generator.dialects import all_entries, dialect
+
+            for e in (all_entries() if megatron else dialect("trainer").entries):
+                if e.value == "precision" and e.flag in values and not e.implied:
+                    self.fact("precision", e.when if e.switch else e.meaning([values[e.flag].text or ""]),
+                              values[e.flag])
         if megatron:
             for flag in ("sequence_parallel", "distributed_optimizer", "reset_attention_mask"):
                 self.out.facts.setdefault(flag, Fact(False, self.src(entry)))
-            for flag in ("--fp8-format", "--fp8-hybrid", "--fp8-e4m3"):  # Transformer Engine FP8
+            for flag in ("--fp8-hybrid", "--fp8-e4m3"):  # older Transformer Engine spellings of FP8
                 if flag in values:
                     self.fact("precision", "fp8", values[flag])
             if "--lr-warmup-fraction" in values:
