@@ -299,3 +299,12 @@ def test_a_bloom_script_imports_as_bigscience(tmp_path: Path) -> None:
     assert spec["model"]["position_embedding"] == "alibi" and spec["training"]["recompute"] == "full"
     assert "--pad-vocab-size-to" in spec["launch"]["extra_args"]  # BLOOM's own flag, kept with its value
     assert spec["launch"]["extra_args"][spec["launch"]["extra_args"].index("--pad-vocab-size-to") + 1] == "250880"
+
+
+def test_another_spelling_of_a_rendered_value_is_marked(tmp_path: Path) -> None:
+    script = tmp_path / "fp8.sh"
+    script.write_text(RUNTIME_SCRIPT.replace("--vocab-size 32000", "--vocab-size 32000 --bf16 --fp8-format e4m3"))
+    imported = import_paths([script])
+    assert imported.draft.values["training.precision"] == "fp8"
+    assert "--fp8-format e4m3" in imported.draft.marks["training.precision"]
+    assert "renders --fp8-format hybrid" in imported.draft.marks["training.precision"]
