@@ -125,7 +125,11 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
                "DeepSpeed has no batch rampup"),
               ({"batch_ramp_kind": "schedule", "framework": "megatron-lm", "megatron_version": "core_v0.16"},
                {"batch_ramp_kind": "schedule", "framework": "megatron-lm", "megatron_version": "core_v0.18"},
-               "--step-batch-size-schedule needs megatron-core 0.18 or later")],
+               "--step-batch-size-schedule needs megatron-core 0.18 or later"),
+              # every release before 0.18, from the dialect's capability record
+              ({"batch_ramp_kind": "schedule", "framework": "megatron-lm", "megatron_version": "core_v0.12"},
+               {"batch_ramp_kind": "schedule", "framework": "megatron-lm", "megatron_version": "core_v0.19"},
+               "megatron.version is core_v0.12")],
     "GL023": [({"batch_schedule": ((100, 16), (200, 32))}, {"batch_schedule": ((0, 16), (200, 32))},
                "the first schedule threshold must be 0, got 100"),
               ({"batch_schedule": ((0, 16), (200, 24)), "micro_batch_size": 1, "dp": 16, "global_batch_size": 24},

@@ -109,7 +109,7 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
         for key in ("nodes", "gpus_per_node", "gpu"):
             draft.unknown(f"cluster.{key}", "a DeepSpeed config without a launch script")
     draft.set("launch.extra_args", _runtime_words(extra, facts, draft))
-    if framework in ("megatron-lm", "megatron-deepspeed") and "megatron.version" not in draft.values:
+    if framework == "megatron-lm" and "megatron.version" not in draft.values:  # (the forks have none)
         draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "
                       "ramp or schedule would); latest assumed", "latest")
     if "training.flash_attention" not in draft.values:

@@ -94,7 +94,7 @@ def read_megatron(words: list[str | None], draft: Draft, d: Dialect) -> list[str
     _implied(known, draft, d)
     _vpp(known, draft)
     _schedule(known, draft)
-    _batch_changes(known, draft)
+    _batch_changes(known, draft, d)
     return extra
 
 
@@ -191,11 +191,13 @@ def shortest_fraction(count: int, total: int) -> float:
     return count / total
 
 
-def _batch_changes(known: dict, draft: Draft) -> None:
+def _batch_changes(known: dict, draft: Draft, d: Dialect) -> None:
     ramp = [parse_value(v, int) for v in known.get("--rampup-batch-size", [])]
+    rampup = d.capabilities.get("rampup")
     if ramp and None not in ramp:
         draft.set("batch.rampup", {"start": ramp[0], "increment": ramp[1], "samples": ramp[2]})
-        draft.set("megatron.version", "core_v0.17")  # the last release that applies it
+        if isinstance(rampup, dict):  # a release range: the last release that applies it
+            draft.set("megatron.version", rampup["until"])
     if "--step-batch-size-schedule" in known:
         from generator.readers.launch import step_schedule
 

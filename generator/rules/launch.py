@@ -108,7 +108,8 @@ def rampup_conflict(megatron_flags: dict | None = None, rampup: tuple | None = N
 
 @rule("GL022", "batch-ramp-unsupported",
       "A changing batch needs Megatron: ramp-up (any version), a step schedule (core 0.18+).")
-def ramp_unsupported(batch_ramp_kind: str, framework: str, megatron_version: str) -> str | None:
+def ramp_unsupported(batch_ramp_kind: str, framework: str, megatron_version: str,
+                     megatron_dialect: str | None = None) -> str | None:
     """DeepSpeed has no batch ramp-up (its engine keeps train_batch_size); Megatron-DeepSpeed
     ramps through --rampup-batch-size only; --step-batch-size-schedule exists from megatron-core
     0.18. Fix: split the run into stages, use the ramp-up form, or a newer Megatron.
@@ -119,7 +120,10 @@ def ramp_unsupported(batch_ramp_kind: str, framework: str, megatron_version: str
                 "constant batch")
     if batch_ramp_kind == "schedule" and framework == "megatron-deepspeed":
         return "Megatron-DeepSpeed has no step batch-size schedule; use batch.rampup"
-    if batch_ramp_kind == "schedule" and megatron_version in ("core_v0.16", "core_v0.17"):
+    from generator.dialects import dialect
+
+    d = dialect(megatron_dialect or "megatron-lm", megatron_version)
+    if batch_ramp_kind == "schedule" and not d.can("step_batch_schedule"):
         return (f"--step-batch-size-schedule needs megatron-core 0.18 or later (megatron.version is "
                 f"{megatron_version}); use batch.rampup or a newer version")
     return None
