@@ -133,6 +133,12 @@ class Entry:
         values = value if self.nargs > 1 else (value,)
         return [repr(v) if isinstance(v, float) else str(v) for v in values]
 
+    def written(self, values: dict[str, Any]) -> list[str] | None:
+        """The words after the flag in a plan's arguments, or None when it is not written."""
+        if not self.write or not self.applies(values):
+            return None
+        return self.spelled(values.get(self.value)) if self.value else []
+
     def meaning(self, words: list[str]) -> Any:
         """The plan value a script's words for this flag stand for (None: not understood)."""
         if self.map is not None:

@@ -131,9 +131,7 @@ def argument_lines(d: Dialect, values: dict[str, Any]) -> list[Line]:
     for index, entry in enumerate(d.entries):
         if index in groups:
             pending = groups[index]
-        if not entry.write or not entry.applies(values):
-            continue
-        words = entry.spelled(values.get(entry.value)) if entry.value else []
+        words = entry.written(values)
         if words is None:
             continue
         comment = entry.group or pending
@@ -142,6 +140,11 @@ def argument_lines(d: Dialect, values: dict[str, Any]) -> list[Line]:
             pending = None
         lines.append(Line(flag=entry.flag, words=tuple(words), raw=entry.raw is not None))
     return lines
+
+
+def written_flags(d: Dialect, values: dict[str, Any]) -> list[str]:
+    """The flags argument_lines writes for these values (without building the lines)."""
+    return [e.flag for e in d.entries if e.written(values) is not None]
 
 
 def unexpressed(d: Dialect, values: dict[str, Any]) -> list[str]:

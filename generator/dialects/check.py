@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.dialects import Catalogue, Dialect
-from generator.dialects.arguments import SPEC_FIELD, argument_lines, expressing, megatron_values, unexpressed
+from generator.dialects.arguments import SPEC_FIELD, expressing, megatron_values, unexpressed, written_flags
 from generator.dialects.argv import split
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
@@ -81,10 +81,9 @@ def extra_args_findings(plan, d: Dialect, values: dict[str, Any]) -> list[Findin
         findings.append(RULES["GL219"].run({"extra_arg_problem": Fact((problem,), where(k))}))
     written = {}
     entries = {e.flag: e for e in d.entries}
-    for line in argument_lines(d, values):
-        if line.flag:
-            option = d.catalogue.get(line.flag)
-            written[option.dest if option else line.flag] = line.flag
+    for flag in written_flags(d, values):
+        option = d.catalogue.get(flag)
+        written[option.dest if option else flag] = flag
     for k, flag, _ in options:
         option = d.catalogue.get(flag)
         dest = option.dest if option and option.dest else flag
