@@ -185,3 +185,13 @@ def test_deepspeed_keys_are_in_deepspeeds_strict_sections() -> None:
         section = ".".join(key.path[:-1])
         if section in strict:
             assert key.path[-1] in strict[section], key.key
+
+
+def test_a_setting_the_framework_does_not_read_is_a_warning(write_spec) -> None:
+    import yaml
+
+    data = spec_dict(megatron={"fork": "bigscience"})
+    result = runner.invoke(app, ["generate", str(write_spec(yaml.safe_dump(data))), "--target", "megatron"])
+    assert result.exit_code == 0, result.output
+    assert "GL221" in result.output and "megatron.fork 'bigscience' is ignored with framework megatron-lm" \
+        in result.output

@@ -13,11 +13,11 @@ from generator.rules.dialect import did_you_mean
 
 
 def dialect_findings(plan) -> list[Finding]:
+    findings = _ignored_settings(plan.spec)
     d = plan.dialect
     if d is None:
-        return []
+        return findings
     values = megatron_values(plan)
-    findings = []
     for name in unexpressed(d, values):
         field_ = SPEC_FIELD[name]
         shown = _spec_value(plan.spec, field_)
@@ -28,6 +28,21 @@ def dialect_findings(plan) -> list[Finding]:
     if plan.spec.launch.check_extra_args:
         findings += extra_args_findings(plan, d, values)
     return findings
+
+
+_READ_BY = {"fork": ("megatron-deepspeed",), "version": ("megatron-lm",)}
+
+
+def _ignored_settings(spec) -> list[Finding]:
+    """GL221: megatron.fork / megatron.version given where the framework does not read them."""
+    given = spec.doc.data.get("megatron") or {}
+    out = []
+    for key, frameworks in _READ_BY.items():
+        if key in given and spec.framework not in frameworks:
+            fact = Fact((f"megatron.{key}", given[key], spec.framework, " or ".join(frameworks)),
+                        spec.where(f"megatron.{key}"))
+            out.append(RULES["GL221"].run({"megatron_setting_ignored": fact}))
+    return out
 
 
 def _spec_value(spec, dotted: str) -> Any:

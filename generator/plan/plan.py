@@ -419,9 +419,11 @@ def resolve(spec: Spec) -> Plan:
     )
     from generator.dialects.check import dialect_findings
 
-    refused = [f for f in dialect_findings(plan) if f.severity == "error"]
+    checked_dialect = dialect_findings(plan)
+    refused = [f for f in checked_dialect if f.severity == "error"]
     if refused:
         raise PlanError(refused)
+    plan = replace(plan, warnings=plan.warnings + tuple(checked_dialect))
     estimate = plan.estimate()
     checked = replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts))
     object.__setattr__(checked, "_estimate", estimate)  # the added warnings do not change it

@@ -51,6 +51,20 @@ def flag_set_twice(extra_arg_duplicate: tuple) -> str | None:
     return extra_arg_duplicate[0]
 
 
+@rule("GL221", "megatron-setting-ignored",
+      "megatron.fork or megatron.version is given for a framework that does not read it.",
+      severity="warning")
+def setting_ignored(megatron_setting_ignored: tuple) -> str | None:
+    """megatron.fork chooses the Megatron-DeepSpeed fork and means nothing to Megatron-LM;
+    megatron.version chooses a Megatron-LM release and means nothing to the forks (each is one
+    main branch); neither means anything to plain DeepSpeed or FSDP. A spec that sets one probably
+    expects another framework. Fix: remove it, or set the framework it belongs to.
+
+    Example: framework megatron-lm with megatron.fork bigscience."""
+    setting, value, framework, belongs = megatron_setting_ignored
+    return f"{setting} {value!r} is ignored with framework {framework}; it applies to {belongs}"
+
+
 def did_you_mean(flag: str, known) -> str:
     close = difflib.get_close_matches(flag, list(known), n=2, cutoff=0.75)
     return f"; did you mean {' or '.join(close)}?" if close else ""
