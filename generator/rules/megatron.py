@@ -212,13 +212,15 @@ def min_lr_above_lr(min_lr: float, lr: float) -> str | None:
 @rule("GL213", "alibi-needs-megatron-deepspeed",
       "ALiBi position embeddings exist only in the Megatron-DeepSpeed (BigScience) code.")
 def alibi(position_embedding: str, framework: str) -> str | None:
-    """megatron-core offers learned_absolute, rope and none. Fix: rope, or framework megatron-
-    deepspeed.
+    """megatron-core offers learned_absolute, rope and none; of the Megatron-DeepSpeed forks only
+    BigScience's has ALiBi (GL218 refuses it for microsoft's). Fix: rope, or framework
+    megatron-deepspeed with megatron.fork bigscience.
 
     Example: position_embedding alibi with framework megatron-lm."""
     if position_embedding != "alibi" or framework != "megatron-lm":
         return None
-    return "position_embedding alibi is not available in megatron-lm; use rope or megatron-deepspeed"
+    return ("position_embedding alibi is not available in megatron-lm; use rope, or megatron-deepspeed "
+            "with megatron.fork bigscience")
 
 
 @rule("GL215", "fp8-unsupported",
