@@ -180,6 +180,25 @@ def test_random_specs_are_accepted_by_their_parsers(trees, tmp_path: Path) -> No
     check(cases, run_parsers(trees, cases))
 
 
+def test_moe_runs_are_accepted_by_their_parsers(trees, tmp_path: Path) -> None:
+    """MoE in Megatron-LM and in microsoft's fork (--num-experts/--topk/--moe-expert-parallel-size,
+    experts tensor-parallel only with --enable-expert-tensor-parallelism)."""
+    import yaml
+
+    cases = []
+    for k, (framework, parallelism) in enumerate([
+            ("megatron-lm", {"tp": 2, "pp": 1, "ep": 4}),
+            ("megatron-deepspeed", {"tp": 2, "pp": 1, "ep": 2, "zero_stage": 1}),
+            ("megatron-deepspeed", {"tp": 2, "pp": 1, "ep": 2, "etp": 1, "zero_stage": 1})]):
+        data = spec_dict(name=f"moe{k}", framework=framework, parallelism=parallelism,
+                         model={"num_experts": 8, "moe_top_k": 2})
+        path = tmp_path / f"moe{k}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        cases += cases_of(spec_files(load_spec(path))[0], path.stem)
+    assert [c["tree"] is not None for c in cases] == [True, True, True]
+    check(cases, run_parsers(trees, cases))
+
+
 def test_the_parsers_refuse_what_the_other_fork_writes(trees) -> None:
     """The oracle can fail: each fork's arguments are refused by the other fork's parser."""
     cases = []

@@ -308,3 +308,18 @@ def test_another_spelling_of_a_rendered_value_is_marked(tmp_path: Path) -> None:
     assert imported.draft.values["training.precision"] == "fp8"
     assert "--fp8-format e4m3" in imported.draft.marks["training.precision"]
     assert "renders --fp8-format hybrid" in imported.draft.marks["training.precision"]
+
+
+@pytest.mark.parametrize("etp", [None, 1])
+def test_microsoft_moe_round_trip(tmp_path: Path, etp) -> None:
+    """microsoft's fork shards experts over tp only with --enable-expert-tensor-parallelism: the
+    switch imports as etp = tp, its absence as etp 1; the regenerated arguments are the same."""
+    from .helpers import spec_dict
+
+    data = spec_dict(framework="megatron-deepspeed", model={"num_experts": 8, "moe_top_k": 2},
+                     parallelism={"tp": 2, "pp": 1, "ep": 2, "zero_stage": 1, **({"etp": etp} if etp else {})})
+    files = render_all(plan_of(tmp_path, data))
+    assert ("--enable-expert-tensor-parallelism" in files["megatron_args.sh"]) == (etp is None)
+    _write(tmp_path / "out", files)
+    spec = yaml.safe_load(import_paths([tmp_path / "out"]).text)
+    assert spec["parallelism"]["etp"] == (etp or 2)

@@ -83,9 +83,10 @@ def domains(given: dict[str, Any], spec) -> dict[str, list]:
 def expressible(spec, name: str, values: list) -> list:
     """The values of ``name`` that the spec's Megatron dialect can write (all without one)."""
     from generator.dialects import dialect_of
+    from generator.dialects.arguments import unexpressed
 
     d = dialect_of(spec)
-    return values if d is None else [v for v in values if d.expresses(name, v)]
+    return values if d is None else [v for v in values if name not in unexpressed(d, {name: v})]
 
 
 def virtual_stages(choice: list, layers_per_stage: int, pp: int) -> list[int]:

@@ -108,6 +108,7 @@ class Entry:
     until: str | None = None
     group: str | None = None
     only: dict[str, list] | None = None
+    same_as: str | None = None
 
     def applies(self, values: dict[str, Any]) -> bool:
         return not self.only or all(values.get(k) in allowed for k, allowed in self.only.items())
@@ -137,6 +138,10 @@ class Entry:
         """The words after the flag in a plan's arguments, or None when it is not written."""
         if not self.write or not self.applies(values):
             return None
+        if self.same_as is not None:
+            value = values.get(self.value)
+            same = value is not None and value == values.get(self.same_as) and value != self.omit
+            return [] if same else None
         return self.spelled(values.get(self.value)) if self.value else []
 
     def meaning(self, words: list[str]) -> Any:
@@ -171,11 +176,6 @@ class Dialect:
         if isinstance(value, dict):
             return _in_range(self.release, value.get("since"), value.get("until"))
         return bool(value)
-
-    def expresses(self, name: str, value: Any) -> bool:
-        """Whether a plan value can be written: its parser's default, or an entry writes it."""
-        return self.defaults.get(name) == value or any(
-            e.value == name and e.write and e.spelled(value) is not None for e in self.entries)
 
 
 def _release_key(release: str | None) -> tuple[int, ...]:

@@ -150,8 +150,10 @@ def written_flags(d: Dialect, values: dict[str, Any]) -> list[str]:
 def unexpressed(d: Dialect, values: dict[str, Any]) -> list[str]:
     """Plan values that the run uses and that no entry of the dialect writes (nor its parser
     assumes): the dialect cannot express them."""
+    # a value counts as expressed where an entry writes it, leaves it at the parser's default
+    # (omit), or does not apply to this run
     written = {entry.value for entry in d.entries if entry.write and entry.value
-               and (not entry.applies(values) or entry.spelled(values.get(entry.value)) is not None
+               and (entry.written(values) is not None or not entry.applies(values)
                     or (entry.omit is not None and values.get(entry.value) == entry.omit))}
     missing = []
     for name, value in values.items():

@@ -3,6 +3,7 @@ against the dialect's parser (GL219, GL220). Run by resolve once the plan exists
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from generator.dialects import Catalogue, Dialect
@@ -52,35 +53,47 @@ def _spec_value(spec, dotted: str) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class ArgProblem:
+    """A word the parser would refuse: its index, the option (or word), why (unknown, stray,
+    arity, choice) and the message."""
+
+    index: int
+    word: str
+    kind: str
+    message: str
+
+
 def split_argv(words: list[str], cat: Catalogue,
-               label: str) -> tuple[list[tuple[int, str, list[str]]], list[str]]:
+               label: str) -> tuple[list[tuple[int, str, list[str]]], list[ArgProblem]]:
     """The words as the dialect's parser reads them (dialects/argv.py): [(index, flag, values)]
     for its options and a problem for every word it would refuse (unknown option, missing
-    values, a value outside its choices, a stray word)."""
+    values, a value outside its choices, a stray word), in order."""
     def arity(flag: str):
         option = cat.get(flag)
         return None if option is None else option.arity
 
     split_options, stray = split(words, arity)
     options: list[tuple[int, str, list[str]]] = []
-    problems = [(k, f"launch.extra_args[{k}] {words[k]!r} is not an option (the parser takes no "
-                    "positional arguments)") for k in stray]
+    problems = [ArgProblem(k, words[k], "stray", f"launch.extra_args[{k}] {words[k]!r} is not an option "
+                           "(the parser takes no positional arguments)") for k in stray]
     for word in split_options:
         name, values, k = word.flag, word.texts(words), word.index
         option = cat.get(name)
         if option is None:
-            problems.append((k, f"launch.extra_args[{k}] {name} is not an option of "
-                                f"{label}{did_you_mean(name, cat.options)}"))
+            problems.append(ArgProblem(k, name, "unknown", f"launch.extra_args[{k}] {name} is not an "
+                                       f"option of {label}{did_you_mean(name, cat.options)}"))
         elif not option.takes(len(values)):
             wanted = {0: "no value", 1: "one value"}.get(option.arity, f"{option.arity} values") \
                 if isinstance(option.arity, int) else f"nargs {option.arity!r}"
-            problems.append((k, f"launch.extra_args[{k}] {name} takes {wanted}, got {len(values)}"))
+            problems.append(ArgProblem(k, name, "arity",
+                                       f"launch.extra_args[{k}] {name} takes {wanted}, got {len(values)}"))
         elif option.choices and any(v not in option.choices for v in values):
-            problems.append((k, f"launch.extra_args[{k}] {name} {' '.join(values)}: choose from "
-                                f"{', '.join(option.choices)}"))
+            problems.append(ArgProblem(k, name, "choice", f"launch.extra_args[{k}] {name} "
+                                       f"{' '.join(values)}: choose from {', '.join(option.choices)}"))
         else:
             options.append((k, name, values))
-    return options, [p for _, p in sorted(problems)]
+    return options, sorted(problems, key=lambda p: p.index)
 
 
 def extra_args_findings(plan, d: Dialect, values: dict[str, Any]) -> list[Finding]:
@@ -92,8 +105,8 @@ def extra_args_findings(plan, d: Dialect, values: dict[str, Any]) -> list[Findin
     options, problems = split_argv(words, d.catalogue, str(d))
     findings = []
     for problem in problems:
-        k = int(problem.split("[", 1)[1].split("]", 1)[0])
-        findings.append(RULES["GL219"].run({"extra_arg_problem": Fact((problem,), where(k))}))
+        fact = Fact((problem.message,), where(problem.index))
+        findings.append(RULES["GL219"].run({"extra_arg_problem": fact}))
     written = {}
     entries = {e.flag: e for e in d.entries}
     for flag in written_flags(d, values):

@@ -153,7 +153,7 @@ def _unknown_options(extra: list[str | None], d, draft: Draft) -> None:
     from generator.dialects.check import split_argv
 
     _, problems = split_argv([w or "" for w in extra], d.catalogue, str(d))
-    unknown = [p.split("] ", 1)[1].split(" ", 1)[0] for p in problems if "is not an option of" in p]
+    unknown = [p.word for p in problems if p.kind == "unknown"]
     if unknown:
         draft.set("launch.check_extra_args", False)
         draft.marks["launch.check_extra_args"] = (

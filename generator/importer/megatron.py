@@ -101,7 +101,9 @@ def read_megatron(words: list[str | None], draft: Draft, d: Dialect) -> list[str
 def read_entries(known: dict, draft: Draft, d: Dialect, extra: list) -> None:
     """The spec fields a dialect's table maps the known flags to (its walk backward)."""
     for entry in d.entries:
-        if entry.flag not in known or entry.spec is None or entry.implied:
+        if entry.same_as is not None and entry.spec is not None:
+            _same_as(entry, known, draft, d)
+        if entry.flag not in known or entry.spec is None or entry.implied or entry.same_as:
             continue
         words_ = known[entry.flag]
         if entry.type in _KIND:
@@ -125,6 +127,16 @@ def read_entries(known: dict, draft: Draft, d: Dialect, extra: list) -> None:
                 draft.set(entry.spec, entry.spec_value if entry.spec_value is not None else meaning)
         else:
             draft.set(entry.spec, entry.spec_value if entry.spec_value is not None else entry.when)
+
+
+def _same_as(entry, known: dict, draft: Draft, d: Dialect) -> None:
+    """A switch that makes its value equal another (microsoft's --enable-expert-tensor-parallelism:
+    expert tp = tp); absent, the value is the dialect's default (expert tp 1), for MoE models."""
+    if entry.flag in known:
+        source = next(e.spec for e in d.entries if e.value == entry.same_as and e.spec)
+        draft.set(entry.spec, draft.get(source) or 1)
+    elif entry.value in d.defaults and draft.get("model.num_experts"):
+        draft.set(entry.spec, d.defaults[entry.value])
 
 
 def _implied(known: dict, draft: Draft, d: Dialect) -> None:

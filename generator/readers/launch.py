@@ -36,13 +36,20 @@ _ACCELERATE_FLAGS = {"--multi_gpu", "--cpu", "--tpu", "--use_deepspeed", "--use_
 
 def _dialect_of_words(texts: list[str | None]):
     """The Megatron dialect an entry point's words are written in (see dialects.detect)."""
-    from generator.dialects import all_entries, detect
+    from generator.dialects import detect
 
     names = {t.partition("=")[0] for t in texts if is_flag(t)}
-    spelled = {f"{e.flag}={e.map['alibi']}" for e in all_entries()
-               if e.value == "position_embedding" and e.map and "alibi" in e.map}
     joined = {f"{t}={texts[k + 1]}" for k, t in enumerate(texts[:-1]) if is_flag(t)} | set(texts)
-    return detect(names, alibi=bool(spelled & joined))
+    return detect(names, alibi=bool(_alibi_spellings() & joined))
+
+
+@cache
+def _alibi_spellings() -> frozenset[str]:
+    """"--flag=value" for every dialect's spelling of ALiBi (the mark of BLOOM's fork)."""
+    from generator.dialects import all_entries
+
+    return frozenset(f"{e.flag}={e.map['alibi']}" for e in all_entries()
+                     if e.value == "position_embedding" and e.map and "alibi" in e.map)
 
 
 def _arity_in(d):
