@@ -1,13 +1,19 @@
-"""Regenerate a catalogue of generator/dialects/catalogues/ from a framework's source tree.
+"""Regenerate a catalogue of generator/dialects/catalogues/ from a framework's source tree, or
+from a launcher installed in this Python.
 
     python scripts/extract_flags.py TREE SOURCE-LABEL > generator/dialects/catalogues/NAME.json
+    python scripts/extract_flags.py --launcher torchrun|deepspeed|accelerate \
+        > generator/dialects/catalogues/launcher-NAME.json
 
 TREE is a Megatron-LM or Megatron-DeepSpeed source tree (e.g. an archive of shared/oracles,
 unpacked). The framework's own ``parse_args`` builds its parser; ``ArgumentParser.parse_args``
 is intercepted just before it parses, and every option of ``parser._actions`` is written with
 its dest, action, nargs, type, choices and default (one option per line, as the catalogues
 are). Needs the framework's Python dependencies (see tests/oracle/megatron_parse.py, whose
-stand-ins for the GPU-only kernels this reuses).
+stand-ins for the GPU-only kernels this reuses). A launcher's parser is its own: torch's
+``torch.distributed.run.get_args_parser``, accelerate's ``launch_command_parser``, DeepSpeed's
+``deepspeed.launcher.runner.parse_args`` (intercepted the same way); the label is
+"NAME VERSION" of the installed package.
 """
 
 from __future__ import annotations
@@ -33,11 +39,8 @@ def _value(value):
         return str(value)
 
 
-def main() -> None:
-    tree, label = sys.argv[1], sys.argv[2]
-    import megatron_parse  # noqa: E402  (tests/oracle: the CPU stand-ins)
-
-    megatron_parse._prepare(tree)
+def _intercepted(parse) -> argparse.ArgumentParser:
+    """The parser that ``parse()`` builds, caught as it is about to parse."""
     captured = {}
     original = argparse.ArgumentParser.parse_args
 
@@ -47,17 +50,48 @@ def main() -> None:
 
     argparse.ArgumentParser.parse_args = intercept
     try:
-        if os.path.isdir(os.path.join(tree, "megatron", "training")):
-            from megatron.training import arguments
-        else:
-            from megatron import arguments
-        sys.argv = ["pretrain_gpt.py"]
         with contextlib.suppress(_Captured):
-            arguments.parse_args()
+            parse()
     finally:
         argparse.ArgumentParser.parse_args = original
+    return captured["parser"]
+
+
+def _megatron(tree: str) -> argparse.ArgumentParser:
+    import megatron_parse  # noqa: E402  (tests/oracle: the CPU stand-ins)
+
+    megatron_parse._prepare(tree)
+    if os.path.isdir(os.path.join(tree, "megatron", "training")):
+        from megatron.training import arguments
+    else:
+        from megatron import arguments
+    sys.argv = ["pretrain_gpt.py"]
+    return _intercepted(arguments.parse_args)
+
+
+def launcher_parser(name: str) -> tuple[argparse.ArgumentParser, str]:
+    """An installed launcher's own parser, and its "NAME VERSION" label."""
+    from importlib.metadata import version
+
+    if name == "torchrun":
+        from torch.distributed.run import get_args_parser
+
+        return get_args_parser(), f"torch {version('torch')} torchrun"
+    if name == "accelerate":
+        from accelerate.commands.launch import launch_command_parser
+
+        return launch_command_parser(), f"accelerate {version('accelerate')} launch"
+    if name == "deepspeed":
+        from deepspeed.launcher import runner
+
+        return _intercepted(lambda: runner.parse_args([])), f"deepspeed {version('deepspeed')} launcher"
+    raise SystemExit(f"unknown launcher {name!r}: torchrun, deepspeed or accelerate")
+
+
+def catalogue_text(parser: argparse.ArgumentParser, label: str) -> str:
+    """The catalogue JSON of a parser: one option per line."""
     lines = []
-    for action in captured["parser"]._actions:
+    for action in parser._actions:
         if not action.option_strings or isinstance(action, argparse._HelpAction):
             continue
         kind = getattr(action.type, "__name__", None) if action.type is not None else None
@@ -67,9 +101,17 @@ def main() -> None:
             "nargs": action.nargs, "type": kind,
             "choices": [_value(c) for c in action.choices] if action.choices else None,
             "default": _value(action.default)}, separators=(",", ":")))
-    print(f'{{"source": {json.dumps(label)}, "count": {len(lines)}, "flags": [')
-    print(",\n".join(lines))
-    print("]}")
+    return (f'{{"source": {json.dumps(label)}, "count": {len(lines)}, "flags": [\n'
+            + ",\n".join(lines) + "\n]}\n")
+
+
+def main() -> None:
+    if sys.argv[1] == "--launcher":
+        with contextlib.redirect_stdout(sys.stderr):  # DeepSpeed logs to stdout on import
+            parser, label = launcher_parser(sys.argv[2])
+    else:
+        parser, label = _megatron(sys.argv[1]), sys.argv[2]
+    sys.stdout.write(catalogue_text(parser, label))
 
 
 if __name__ == "__main__":

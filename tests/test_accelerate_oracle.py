@@ -13,10 +13,11 @@ import pytest
 import yaml
 
 from generator.plan.plan import Plan, resolve
-from generator.render import render_all
+from generator.render import render, render_all
 
 from .conftest import ROOT, require_oracle
 from .helpers import plan_of, spec_dict
+from .test_launchers import launched_argv
 
 pytestmark = pytest.mark.oracle
 SAMPLES = [ROOT / "samples" / f"{name}.yaml" for name in
@@ -50,16 +51,21 @@ def _trainer_args(text: str) -> dict[str, str]:
     return {w: words[i + 1] for i, w in enumerate(words[:-1]) if w.startswith("--")}
 
 
+def _launch_argv(plan: Plan, folder: Path) -> list[str]:
+    """The words launch.sbatch gives `accelerate launch` on node 1, files in ``folder``."""
+    env = {"NODES": str(plan.spec.cluster.nodes), "WORLD_SIZE": str(plan.world_size),
+           "MASTER_ADDR": "node1", "MASTER_PORT": "29500", "SLURM_NODEID": "1",
+           "GEN_LAUNCH_DIR": str(folder)}
+    argv = launched_argv(render(plan, "slurm"), env)
+    assert argv[:2] == ["accelerate", "launch"]
+    return argv[2:]
+
+
 def _accelerate_args(plan: Plan, folder: Path):
     """What `accelerate launch` makes of the config and the options launch.sbatch passes."""
     from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 
-    argv = ["--config_file", str(folder / "accelerate_config.yaml"), "--machine_rank", "1",
-            "--num_machines", str(plan.spec.cluster.nodes), "--num_processes", str(plan.world_size),
-            "--main_process_ip", "node1", "--main_process_port", "29500"]
-    if plan.framework == "deepspeed":
-        argv += ["--deepspeed_config_file", str(folder / "ds_config.json")]
-    args, _, _ = _validate_launch_command(launch_command_parser().parse_args([*argv, "train.py"]))
+    args, _, _ = _validate_launch_command(launch_command_parser().parse_args(_launch_argv(plan, folder)))
     return args
 
 
@@ -114,10 +120,7 @@ def _gpu_path(plan: Plan, folder: Path, monkeypatch) -> None:
 
     launched = []
     monkeypatch.setattr(accelerate_launch, "deepspeed_launcher", launched.append)
-    argv = ["--config_file", str(folder / "accelerate_config.yaml"), "--machine_rank", "1",
-            "--num_machines", str(plan.spec.cluster.nodes), "--num_processes", str(plan.world_size),
-            "--main_process_ip", "node1", "--main_process_port", "29500",
-            "--deepspeed_config_file", str(folder / "ds_config.json"), "train.py"]
+    argv = _launch_argv(plan, folder)
     accelerate_launch.launch_command(accelerate_launch.launch_command_parser().parse_args(argv))
     assert len(launched) == 1, "accelerate did not take the GPU (DeepSpeed launcher) path"
     _, env = prepare_deepspeed_cmd_env(launched[0])

@@ -15,23 +15,7 @@ from generator.dialects.slurm import value_options
 from generator.readers.bash import Command, Field, Script, read_script
 from generator.rules.registry import Fact
 
-_TORCHRUN_VALUE = {"--nnodes", "--nproc_per_node", "--nproc-per-node", "--node_rank", "--node-rank",
-                   "--master_addr", "--master-addr", "--master_port", "--master-port", "--rdzv_backend",
-                   "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint", "--rdzv_id", "--rdzv-id",
-                   "--rdzv_conf", "--rdzv-conf", "--max_restarts", "--max-restarts", "--monitor_interval",
-                   "--monitor-interval", "--start_method", "--start-method", "--tee", "--log_dir",
-                   "--log-dir", "-r", "--redirects", "--role", "--local_addr", "--local-addr",
-                   "--logs_specs", "--logs-specs", "--local-ranks-filter", "--local_ranks_filter"}
-_DEEPSPEED_VALUE = {"--num_nodes", "--num_gpus", "--hostfile", "-H", "--master_port", "--master_addr",
-                    "--include", "-i", "--exclude", "-e", "--launcher", "--launcher_args", "--node_rank",
-                    "--elastic_training", "--min_elastic_nodes", "--max_elastic_nodes", "--ssh_port",
-                    "--comment", "--venv_script", "--bind_core_list"}
 _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
-# accelerate launch options that take no value (the others take one)
-_ACCELERATE_FLAGS = {"--multi_gpu", "--cpu", "--tpu", "--use_deepspeed", "--use_fsdp",
-                     "--use_megatron_lm", "--same_network", "--debug", "--quiet", "-q",
-                     "--module", "-m", "--no_python", "--enable_cpu_affinity", "--use_xpu",
-                     "--use_parallelism_config", "--downcast_bf16", "--tpu_use_cluster"}
 
 
 def _dialect_of_words(texts: list[str | None]):
@@ -257,14 +241,14 @@ class _Reader:
         while python and k < len(rest) and (rest[k].text or "") in ("-u", "-O", "-OO", "-B", "-s", "-E"):
             k += 1  # interpreter flags before -m or the script
         module = rest[k + 1].text if python and k + 1 < len(rest) and rest[k].text == "-m" else None
-        if head == "torchrun":
-            self.torchrun(rest, 1)
-        elif module in ("torch.distributed.run", "torch.distributed.launch"):
-            self.torchrun(rest, k + 2)
-        elif head == "deepspeed":
-            self.deepspeed(rest)
-        elif head == "accelerate":
-            self.accelerate(rest)
+        from generator.dialects.launchers import started_by
+
+        started = started_by(head, module)
+        if started is not None:
+            words = len(started.commands[0].split()) if not module else k + 2
+            if started.name == "accelerate" and not (len(rest) > 1 and rest[1].text == "launch"):
+                words = 1
+            self.launcher(started, rest, words)
         elif python or (rest[0].text or "").endswith(".py"):
             entry = k if python else 0
             self.fact("launcher", "srun" if "srun_line" in self.out.facts else "python", rest[0])
@@ -272,46 +256,31 @@ class _Reader:
                 self.fact("python", rest[0].text, rest[0])
             self.entry_args(rest[entry + 1:], rest[min(entry, len(rest) - 1)])
 
-    def torchrun(self, argv: list[Field], start: int) -> None:
-        self.fact("launcher", "torchrun", argv[0])
-        options, k = _launcher_options(argv, start, _TORCHRUN_VALUE.__contains__, stop_at_module=True)
-        for name, value, value_field in options:
-            if name == "--nnodes" and value is not None:
+    def launcher(self, started, argv: list[Field], start: int) -> None:
+        """A launcher's own options from ``argv[start]`` on (any spelling its parser accepts; the
+        facts of launchers.yaml), then the entry point and its arguments."""
+        self.fact("launcher", started.name, argv[0])
+        k = start
+        while k < len(argv) and (argv[k].text or "").startswith("-"):
+            name, eq, value = (argv[k].text or "").partition("=")
+            value_field = argv[k]
+            if not eq and started.takes_value(name) and k + 1 < len(argv):
+                k += 1
+                value_field, value = argv[k], argv[k].text
+            k += 1
+            option = started.read(name)
+            if option is None or not value:
+                continue
+            number = _int(value)
+            if option.range:
                 low, _, high = value.partition(":")
-                self.fact("launcher_nodes", _int(low) if not high or high == low else None, value_field)
-            elif name in ("--nproc_per_node", "--nproc-per-node") and value is not None:
-                self.fact("procs_per_node", _int(value), value_field)
-        if k < len(argv):
-            self.entry_args(argv[k + (2 if argv[k].text == "-m" else 1):], argv[k])
-
-    def accelerate(self, argv: list[Field]) -> None:
-        """``accelerate launch [options] script args``: the processes and machines it is told
-        (the rest come from its --config_file), the DeepSpeed JSON it passes on."""
-        self.fact("launcher", "accelerate", argv[0])
-        start = 2 if len(argv) > 1 and argv[1].text == "launch" else 1
-        options, k = _launcher_options(argv, start, lambda name: name not in _ACCELERATE_FLAGS,
-                                       canonical=_accelerate_option)
-        for name, value, value_field in options:
-            if name == "--num_machines":  # the command line wins over the config file
-                self.fact("launcher_nodes", _int(value), value_field)
-                self.fact("accelerate_num_machines", _int(value), value_field)
-            elif name == "--num_processes":
-                self.fact("accelerate_num_processes", _int(value), value_field)
-            elif name == "--config_file" and value:
+                number = _int(low) if not high or high == low else None
+            for fact in option.fact:
+                self.fact(fact, number, value_field)
+            if option.ref == "accelerate":
                 self.out.accelerate_refs.append((value, self.src(value_field)))
-            elif name == "--deepspeed_config_file" and value:
+            elif option.ref == "deepspeed":
                 self.out.json_refs.append((value, self.src(value_field)))
-        if k < len(argv):
-            self.entry_args(argv[k + 1:], argv[k])
-
-    def deepspeed(self, argv: list[Field]) -> None:
-        self.fact("launcher", "deepspeed", argv[0])
-        options, k = _launcher_options(argv, 1, _DEEPSPEED_VALUE.__contains__)
-        for name, value, value_field in options:
-            if name == "--num_nodes":
-                self.fact("launcher_nodes", _int(value), value_field)
-            elif name == "--num_gpus":
-                self.fact("procs_per_node", _int(value), value_field)
         if k < len(argv):
             self.entry_args(argv[k + 1:], argv[k])
 
@@ -435,30 +404,6 @@ class _Reader:
             n = f["layers_per_virtual_stage"].value
             if n and per_stage % n == 0:
                 f["vpp"] = Fact(per_stage // n, f["layers_per_virtual_stage"].source)
-
-
-def _launcher_options(argv: list[Field], k: int, takes_value, canonical=lambda name: name,
-                      stop_at_module: bool = False) -> tuple[list[tuple[str, str | None, Field]], int]:
-    """A launcher's own options from ``argv[k]`` on, up to the first word that is not one (or,
-    for torchrun, ``-m``): [(name, value, the field the value is in)], and the index after them.
-    ``--opt=value`` or ``--opt value`` when ``takes_value(name)``; a flag's value is ""."""
-    options = []
-    while k < len(argv) and (argv[k].text or "").startswith("-") and \
-            not (stop_at_module and argv[k].text == "-m"):
-        name, eq, value = (argv[k].text or "").partition("=")
-        name = canonical(name)
-        value_field = argv[k]
-        if not eq and takes_value(name) and k + 1 < len(argv):
-            k += 1
-            value_field, value = argv[k], argv[k].text
-        options.append((name, value, value_field))
-        k += 1
-    return options, k
-
-
-def _accelerate_option(name: str) -> str:
-    """accelerate takes --num-machines for --num_machines."""
-    return "--" + name[2:].replace("-", "_") if name.startswith("--") else name
 
 
 def accelerate_world(f: dict[str, Fact]) -> None:

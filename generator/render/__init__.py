@@ -114,9 +114,12 @@ def render(plan: Plan, target: str) -> str:
 
         extra = {"config": config(plan)}
     elif target == "slurm":
+        from generator.dialects.launchers import launcher, launchers
         from generator.dialects.slurm import sbatch_lines
 
-        extra = {"sbatch": sbatch_lines(plan)}
+        name = plan.spec.launch.launcher
+        extra = {"sbatch": sbatch_lines(plan),
+                 "launcher": launcher(name) if name in {x.name for x in launchers()} else None}
     elif target == "trainer":
         from generator.dialects import dialect
         from generator.dialects.arguments import argument_lines, trainer_values
