@@ -45,7 +45,7 @@ def _write(tmp_path: Path, data: dict) -> Path:
 @pytest.mark.parametrize(("changes", "message"), [
     ({"cluster": {"gpu": "a100-80gb"}}, "precision fp8 needs FP8 tensor cores, which a100-80gb does not have"),
     ({"cluster": {"gpu": "ascend-910b"}}, "which ascend-910b does not have"),
-    ({"framework": "megatron-deepspeed"}, "is a megatron-lm feature, not megatron-deepspeed's"),
+    ({"framework": "megatron-deepspeed"}, "is a Megatron-LM feature, not Megatron-DeepSpeed (microsoft)'s"),
 ])
 def test_fp8_refused(tmp_path: Path, changes: dict, message: str) -> None:
     data = spec_dict(training={"precision": "fp8"}, **changes)

@@ -247,11 +247,14 @@ def _sharding(spec, choices, v):
 
 def _pipeline_splits(spec, vpp_choice: list, pp: int) -> list[tuple[int, int | None, int | None]]:
     """(vpp, first stage layers, last stage layers) to try for one pp: even stages when pp
-    divides the layers; else (megatron-lm, stage counts not fixed by the spec) the uneven split
-    that keeps the rest even (rules.megatron.uneven_split)."""
+    divides the layers; else (a dialect with uneven pipelines, stage counts not fixed by the
+    spec) the uneven split that keeps the rest even (rules.megatron.uneven_split)."""
+    from generator.dialects import dialect_of
+
     layers, p = spec.model.num_layers, spec.parallelism
     fixed = (p.first_stage_layers, p.last_stage_layers)
-    if fixed != (None, None) or layers % pp == 0 or spec.framework != "megatron-lm":
+    d = dialect_of(spec)
+    if fixed != (None, None) or layers % pp == 0 or d is None or not d.can("uneven_pipeline"):
         per_stage = layers // pp if layers % pp == 0 and fixed == (None, None) else \
             math.gcd(*(x for x in (*fixed, layers) if x))
         return [(v, *fixed) for v in virtual_stages(vpp_choice, per_stage, pp)]

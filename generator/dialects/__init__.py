@@ -247,6 +247,17 @@ def megatron_dialect_names() -> tuple[str, ...]:
     return tuple(_tables())
 
 
+def capable(megatron_dialect: str | None, capability: str, release: str | None = None) -> bool:
+    """Whether the Megatron dialect named (None: the run has no Megatron arguments) has a
+    capability of its record, for ``release`` where it depends on one."""
+    return megatron_dialect is not None and dialect(megatron_dialect, release).can(capability)
+
+
+def title_of(framework: str, megatron_dialect: str | None) -> str:
+    """How messages name what reads the arguments: the dialect's title, else the framework."""
+    return framework if megatron_dialect is None else dialect(megatron_dialect).title
+
+
 def dialect_of(spec) -> Dialect | None:
     """The dialect a spec's Megatron arguments are written in (None: no Megatron arguments)."""
     if spec.framework == "megatron-deepspeed":

@@ -88,16 +88,21 @@ def uneven_split(layers: int, pp: int, vpp: int = 1) -> int | None:
 @rule("GL214", "uneven-pipeline-without-megatron-lm",
       "First and last stage layer counts (uneven pipelines) are Megatron-LM options.")
 def uneven_framework(framework: str, first_stage_layers: int | None = None,
-                     last_stage_layers: int | None = None) -> str | None:
+                     last_stage_layers: int | None = None, megatron_dialect: str | None = None) -> str | None:
     """``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` exist in
-    Megatron-LM (megatron-core ≥ 0.9); DeepSpeed's pipeline engine partitions the layers itself.
-    Fix: leave first_stage_layers and last_stage_layers out, or framework megatron-lm.
+    Megatron-LM (megatron-core ≥ 0.9; the dialect's ``uneven_pipeline`` capability); DeepSpeed's
+    pipeline engine partitions the layers itself. Fix: leave first_stage_layers and
+    last_stage_layers out, or framework megatron-lm.
 
     Example: first_stage_layers 7 with framework megatron-deepspeed."""
-    if framework == "megatron-lm" or (first_stage_layers is None and last_stage_layers is None):
+    from generator.dialects import capable, title_of
+
+    if first_stage_layers is None and last_stage_layers is None or \
+            capable(megatron_dialect, "uneven_pipeline"):
         return None
-    return (f"first_stage_layers / last_stage_layers are not supported by {framework}; DeepSpeed's "
-            "pipeline engine balances the layers itself")
+    return (f"first_stage_layers / last_stage_layers are not supported by "
+            f"{title_of(framework, megatron_dialect)}; DeepSpeed's pipeline engine balances the "
+            "layers itself")
 
 
 @rule("GL010", "sequence-parallel-without-tp", "Sequence parallelism does nothing at tp 1.",
@@ -176,14 +181,16 @@ def dist_opt_with_deepspeed(distributed_optimizer: bool, framework: str) -> str 
 
 @rule("GL210", "vpp-without-megatron-lm",
       "Virtual pipeline stages (interleaving) exist only in Megatron-LM's schedules.")
-def vpp_framework(vpp: int, framework: str) -> str | None:
+def vpp_framework(vpp: int, framework: str, megatron_dialect: str | None = None) -> str | None:
     """DeepSpeed's pipeline engine (used by megatron-deepspeed and deepspeed) has no interleaved
-    schedule. Fix: vpp 1, or framework megatron-lm.
+    schedule (the dialect's ``vpp`` capability). Fix: vpp 1, or framework megatron-lm.
 
     Example: vpp 2 with framework megatron-deepspeed."""
-    if vpp == 1 or framework == "megatron-lm":
+    from generator.dialects import capable, title_of
+
+    if vpp == 1 or capable(megatron_dialect, "vpp"):
         return None
-    return f"vpp {vpp} is not supported by {framework}; set vpp to 1"
+    return f"vpp {vpp} is not supported by {title_of(framework, megatron_dialect)}; set vpp to 1"
 
 
 @rule("GL211", "moe-top-k", "moe_top_k needs experts and may not exceed their number.")
@@ -226,22 +233,25 @@ def alibi(position_embedding: str, framework: str) -> str | None:
 @rule("GL215", "fp8-unsupported",
       "FP8 training needs Megatron-LM (Transformer Engine) and a GPU with FP8 tensor cores.")
 def fp8_support(precision: str, framework: str, gpu: str | None = None,
-                gpu_has_fp8: bool | None = None) -> str | None:
+                gpu_has_fp8: bool | None = None, megatron_dialect: str | None = None) -> str | None:
     """``--fp8-format`` runs the linear layers through Transformer Engine's FP8 GEMMs: Hopper
     (H100, H200), Blackwell (B200, GB200), AMD MI300X/MI325X and Gaudi 3 have FP8 tensor cores;
     A100 and the Ascend 910B do not. Megatron-DeepSpeed and plain DeepSpeed JSON have no FP8
-    setting. Fix: precision bf16, or a GPU with FP8 and framework megatron-lm.
+    setting (the dialect's ``fp8`` capability). Fix: precision bf16, or a GPU with FP8 and
+    framework megatron-lm.
 
     Example: precision fp8 on a100-80gb."""
+    from generator.dialects import capable, title_of
+
     if precision != "fp8":
         return None
-    if framework != "megatron-lm":
-        return (f"precision fp8 (Transformer Engine) is a megatron-lm feature, not {framework}'s; "
-                "use bf16", ("precision", "framework"))
     if gpu_has_fp8 is False:
         return (f"precision fp8 needs FP8 tensor cores, which {gpu} does not have; use bf16, or a "
                 "GPU with FP8 (h100-80gb, h200-141gb, b200, gb200, mi300x, mi325x, gaudi3)",
                 ("precision", "gpu"))
+    if not capable(megatron_dialect, "fp8"):
+        return (f"precision fp8 (Transformer Engine) is a Megatron-LM feature, not "
+                f"{title_of(framework, megatron_dialect)}'s; use bf16", ("precision", "framework"))
     return None
 
 
