@@ -110,7 +110,8 @@ def main() -> None:
         with contextlib.redirect_stdout(sys.stderr):  # DeepSpeed logs to stdout on import
             parser, label = launcher_parser(sys.argv[2])
     else:
-        parser, label = _megatron(sys.argv[1]), sys.argv[2]
+        tree, label = sys.argv[1], sys.argv[2]
+        parser = _megatron(tree)  # (sets sys.argv for the framework's parse_args)
     sys.stdout.write(catalogue_text(parser, label))
 
 

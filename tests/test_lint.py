@@ -32,7 +32,6 @@ def test_corpus_findings_are_exactly_the_planted_ones() -> None:
     expected = yaml.safe_load((CORPUS / "expected.yaml").read_text())
     want = {(path, code, line) for path, items in expected.items() for code, line in items}
     report = lint_paths([CORPUS])
-    assert not report.fatal, report.problems
     assert found(report, CORPUS) == want
 
 
@@ -65,7 +64,7 @@ def test_round_trip_generated_files_are_clean(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.stdout == ""
     written = len([p for p in tmp_path.rglob("*") if p.suffix in SUFFIXES])  # not index.md
-    assert f"{written} file(s) checked, 0 error(s), 0 warning(s)" in result.stderr
+    assert f"{written + len(SAMPLES)} file(s) checked, 0 error(s), 0 warning(s)" in result.stderr  # specs too
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,9 @@ def test_hostile_input(tmp_path: Path, name: str, command: str) -> None:
     elapsed = time.monotonic() - start
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode in ((0, 1, 2) if command == "lint" else (0, 2)), proc.stderr
-    if name in UNREADABLE:
+    if name in UNREADABLE and command == "lint":  # a finding like any other: error, exit 1
+        assert proc.returncode == 1 and f"{path}" in proc.stdout and "GL900 cannot read" in proc.stdout
+    elif name in UNREADABLE:
         assert proc.returncode == 2 and f"{path}" in proc.stderr and "cannot read" in proc.stderr
     assert elapsed < 30
     assert not any(p.name.startswith("pwned") for p in tmp_path.iterdir())
@@ -59,8 +61,32 @@ def test_problems_are_located(tmp_path: Path) -> None:
     path.write_text('{\n  "train_batch_size": 8,\n  "train_batch_size": 16\n}\n')
     proc = subprocess.run([sys.executable, "-m", "generator", "lint", str(path)], capture_output=True,
                           text=True, check=False)
-    assert proc.returncode == 2
-    assert f"{path}:3:3: cannot read: not readable as a DeepSpeed config: Duplicate keys" in proc.stderr
+    assert proc.returncode == 1
+    assert f"{path}:3:3: GL900 cannot read: not readable as a DeepSpeed config: Duplicate keys" in proc.stdout
+
+
+def test_one_unreadable_file_does_not_hide_the_others(tmp_path: Path) -> None:
+    """A folder with a sed template that is not JSON, a binary file and a script with a planted
+    fault: the fault is reported, each unreadable file is a GL900 error and a file the script
+    names that is missing is a GL901 note, in every format (SARIF included); exit 1, not 2."""
+    import json
+
+    (tmp_path / "ds_config_TEMPLATE.json").write_text('{"train_batch_size": CONFIG_BATCH_SIZE}\n')
+    (tmp_path / "blob.sh").write_bytes(b"\x7fELF\x00\x01")
+    (tmp_path / "train.sh").write_text(
+        "#!/bin/bash\n"
+        "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --deepspeed \\\n"
+        "  --deepspeed_config missing_ds.json --micro-batch-size 3 --global-batch-size 16 \\\n"
+        "  --num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 \\\n"
+        "  --max-position-embeddings 128\n")
+    proc = subprocess.run([sys.executable, "-m", "generator", "lint", "-f", "sarif", str(tmp_path)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1, proc.stderr
+    results = json.loads(proc.stdout)["runs"][0]["results"]
+    got = {(r["ruleId"], r["level"], Path(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]).name)
+           for r in results}
+    assert got == {("GL002", "error", "train.sh"), ("GL900", "error", "ds_config_TEMPLATE.json"),
+                   ("GL900", "error", "blob.sh"), ("GL901", "note", "train.sh")}
 
 
 def test_missing_path_is_exit_2(tmp_path: Path) -> None:

@@ -301,14 +301,19 @@ def detect(flags: set[str], alibi: bool = False) -> Dialect:
     return dialect("megatron-lm")
 
 
-def judge_flags(d: Dialect, flags: list[str]) -> list[tuple[str, str]]:
-    """[(flag, why it fails)] for the flags that ``d`` refuses: refused by its validation or
-    ignored (``refused``), renamed, or defined only by another release or fork. A flag no
-    Megatron parser defines is left alone (an entry point may add options of its own)."""
+def judge_flags(d: Dialect, flags: list[str], no_ops: bool = False) -> list[tuple[str, str]]:
+    """[(flag, why it fails)] for the flags that ``d`` refuses: refused by its validation
+    (``refused``), renamed, or defined only by another release or fork. A flag no Megatron
+    parser defines is left alone (an entry point may add options of its own). With ``no_ops``:
+    the flags it accepts and ignores instead (``refused`` entries marked ``note``)."""
     out = []
     for flag in flags:
-        if flag in d.refused:
-            entry = d.refused[flag]
+        entry = d.refused.get(flag)
+        if no_ops or (entry and entry.get("note")):
+            if no_ops and entry and entry.get("note"):
+                out.append((flag, f"is {entry['status']} in {d}; use {entry['use']}"))
+            continue
+        if entry:
             out.append((flag, f"is {entry['status']} in {d}; use {entry['use']}"))
         elif flag in d.catalogue:
             continue

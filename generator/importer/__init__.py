@@ -44,6 +44,7 @@ def import_paths(paths: list[Path]) -> Imported:
 
     texts, problems, extra = gather(paths)
     result = lint_texts(texts, extra)
+    problems += result.unreadable
     runs = [r for r in result.runs if r.facts or r.ds_facts]
     if not runs and (problems or result.problems):
         raise UserErrors([UserError(f"{where}: cannot read: {why}")

@@ -18,8 +18,6 @@ _NOQA = re.compile(r"gen-launch:\s*noqa(?::?\s*(?P<codes>[A-Z]{2}\d{3}(?:[\s,]+[
 @dataclass
 class Report:
     items: list[Located] = field(default_factory=list)
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    fatal: bool = False
     files: int = 0
 
     @property
@@ -54,24 +52,36 @@ def gather(paths: list[Path], specs: list[Path] | None = None):
 
 
 def lint_paths(paths: list[Path], select: list[str] = (), ignore: list[str] = ()) -> Report:
+    """Every finding of the files given (folders walked): rule findings, what could not be read
+    at all (GL900) and what parts were not followed (GL901). A path that does not exist is a
+    usage error (UserError, exit 2); one unreadable file never stops the others."""
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise UserError(f"{missing[0]}: file not found")
     report = Report()
     specs: list[Path] = []
-    texts, report.problems, extra = gather(paths, specs)
-    report.fatal = bool(report.problems)
+    texts, unreadable, extra = gather(paths, specs)
     for path in specs:
-        _lint_spec(path, report)
-    report.files = len(texts)
+        _lint_spec(path, report, unreadable)
+    report.files = len(texts) + len(specs)
     result = lint_texts(texts, extra)
-    report.problems += result.problems
-    report.fatal = report.fatal or result.fatal
+    unreadable += result.unreadable
     report.items += [locate(f) for f in result.findings]
+    report.items += [locate(_reading("GL900", "unreadable_file", where, what)) for where, what in unreadable]
+    report.items += [locate(_reading("GL901", "not_checked", where, what)) for where, what in result.problems]
     report.items = sorted(
         (i for i in report.items if _selected(i.finding.code, select, ignore) and not _suppressed(i, texts)),
         key=lambda i: (i.path, i.line, i.column, i.finding.code))
     return report
 
 
-def _lint_spec(path: Path, report: Report) -> None:
+def _reading(code: str, fact: str, where: str, what: str):
+    from generator.rules import RULES, Fact
+
+    return RULES[code].run({fact: Fact(what, where)})
+
+
+def _lint_spec(path: Path, report: Report, unreadable: list[tuple[str, str]]) -> None:
     """A gen-launch spec is linted by resolving it: its plan errors are its findings."""
     from generator.plan.plan import PlanError
     from generator.plan.stages import resolve_run
@@ -83,8 +93,7 @@ def _lint_spec(path: Path, report: Report) -> None:
     except PlanError as exc:
         report.items += [locate(f) for f in exc.findings]
     except UserError as exc:
-        report.problems.append((str(exc.location or path), exc.message))
-        report.fatal = True
+        unreadable.append((str(exc.location or path), exc.message))
 
 
 def _selected(code: str, select: list[str], ignore: list[str]) -> bool:

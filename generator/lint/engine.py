@@ -32,9 +32,9 @@ class Run:
 @dataclass
 class LintResult:
     findings: list[Finding] = field(default_factory=list)
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (location, what could not be read)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (location, what was not followed)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (location, why a file is not read)
     runs: list[Run] = field(default_factory=list)
-    fatal: bool = False  # a file could not be read at all
 
 
 def is_script(name: str, text: str) -> bool:
@@ -120,8 +120,7 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
             # JSON no script names is checked when it looks like a DeepSpeed config or is not
             # JSON at all; other JSON (plan.json, a sweep's index.json) is not a launch file
             if ds.looks_like_deepspeed or (ds.problems and not ds.parsed):
-                result.problems += ds.problems
-                result.fatal = result.fatal or bool(ds.problems)
+                (result.problems if ds.parsed else result.unreadable).extend(ds.problems)
                 result.runs.append(Run(name, {}, ds.facts))
     for run in result.runs:
         result.findings += check_run(run)

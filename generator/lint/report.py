@@ -58,9 +58,12 @@ def _escape(value: str, prop: bool = False) -> str:
     return value.replace(":", "%3A").replace(",", "%2C") if prop else value
 
 
+_GITHUB_LEVEL = {"error": "error", "warning": "warning", "note": "notice"}
+
+
 def github(items: list[Located]) -> str:
     return "".join(
-        f"::{i.level} file={_escape(i.path, True)},line={i.line},col={i.column},"
+        f"::{_GITHUB_LEVEL[i.level]} file={_escape(i.path, True)},line={i.line},col={i.column},"
         f"title={_escape(f'{i.finding.code} {i.finding.name}', True)}::{_escape(i.finding.message)}\n"
         for i in items)
 

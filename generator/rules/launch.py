@@ -232,15 +232,32 @@ def removed_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | Non
     switches or an Ascend environment for MindSpeed-LLM, else current Megatron-LM): a flag that
     dialect's parser does not define but an older release or another fork does is refused at
     start-up ("unrecognized arguments"); some defined flags are refused by validation
-    (--checkpoint-activations in Megatron-LM) or accepted and ignored (no-ops). A flag valid in
-    the fork the script targets is not reported. Fix: the replacement named.
+    (--checkpoint-activations in Megatron-LM); those accepted and ignored are notes (GL222). A
+    flag valid in the fork the script targets is not reported. Fix: the replacement named.
 
     Example: --checkpoint-activations in a Megatron-LM script (use --recompute-activations);
     --recompute-granularity full in a script for BLOOM's fork (use --checkpoint-activations)."""
+    return _judged(megatron_flags, megatron_dialect, ascend, no_ops=False)
+
+
+@rule("GL222", "megatron-no-op-flag",
+      "A Megatron flag that the script's own dialect accepts and ignores.", severity="note")
+def no_op_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | None = None) -> str | None:
+    """Some flags stay in a parser after what they switched became the default or moved
+    elsewhere: ``--use-mcore-models`` (mcore models are the only ones), ``--use-flash-attn``
+    (``--attention-backend`` chooses), ``--use-dist-ckpt``. The job runs as if they were not
+    there, so this is a note, not an error (NVIDIA's own example scripts still pass them).
+    Fix: remove them, or use the option named.
+
+    Example: --use-mcore-models in a Megatron-LM core_v0.16 script."""
+    return _judged(megatron_flags, megatron_dialect, ascend, no_ops=True)
+
+
+def _judged(megatron_flags: dict, megatron_dialect: str, ascend: bool | None, no_ops: bool):
     from generator.dialects import dialect, judge_flags
 
     name = "mindspeed-llm" if ascend and megatron_dialect == "megatron-lm" else megatron_dialect
-    problems = judge_flags(dialect(name), list(megatron_flags))
+    problems = judge_flags(dialect(name), list(megatron_flags), no_ops=no_ops)
     if not problems:
         return None
     first = problems[0][0]

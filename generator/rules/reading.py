@@ -1,0 +1,30 @@
+"""What the linter could not read, reported as findings like any other (every output format,
+SARIF included): a whole file (GL900, an error: none of its checks ran) or a part of a run
+(GL901, a note: the values that part would give are not checked)."""
+
+from __future__ import annotations
+
+from generator.rules.registry import rule
+
+
+@rule("GL900", "unreadable-file", "A launch file could not be read; none of its checks ran.")
+def unreadable(unreadable_file: str) -> str | None:
+    """A file given or found in a folder that is binary, not UTF-8, larger than the reader's
+    bound, not valid JSON (for a DeepSpeed config) or not a valid spec. The other files are still
+    linted; the run exits 1, as for any error (exit 2 is for usage errors, such as a path that
+    does not exist). Fix: the file, or leave it out of the paths linted (or ``--ignore GL900``).
+
+    Example: a ``ds_config_TEMPLATE.json`` with ``"train_batch_size": CONFIG_BATCH_SIZE``."""
+    return f"cannot read: {unreadable_file}"
+
+
+@rule("GL901", "not-checked", "Part of a launch could not be read statically; its values are not checked.",
+      severity="note")
+def not_checked(not_checked: str) -> str | None:
+    """The linter reads scripts without running them: a config file the script names that is not
+    there, a shell construct it does not follow, or a script larger than its budget leaves the
+    values that part would give unknown, and the rules that need them do not run. Fix: nothing
+    is wrong with the script for that; lint the named file too, or write the value literally.
+
+    Example: ``--deepspeed_config ${CONFIG_DIR}/ds.json`` with no ds.json beside the script."""
+    return f"not checked: {not_checked}"
