@@ -71,3 +71,43 @@ def test_the_trainer_parser_refuses_a_typo(tmp_path: Path, monkeypatch) -> None:
     words = _words(render(resolve(load_spec(TRAINER_SAMPLES[0])), "trainer"))
     _, rest = _parse([*words, "--per_device_train_batchsize", "2"], tmp_path, monkeypatch)
     assert rest == ["--per_device_train_batchsize", "2"]
+
+
+def test_trainer_fills_exactly_the_keys_gl101_allows(tmp_path: Path) -> None:
+    """deepspeed.yaml's trainer_fills, each written "auto", are all filled by transformers' own
+    HfTrainerDeepSpeedConfig (process and finalize, as Trainer.train does); a key outside the
+    list (steps_per_print) is left "auto", which GL101 reports."""
+    require_oracle("transformers")
+    import types
+
+    from transformers import TrainingArguments
+    from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
+
+    from generator.dialects.keyed import keyed_dialect
+
+    fills = keyed_dialect("deepspeed").table["trainer_fills"]
+    config: dict = {"optimizer": {"type": "AdamW"}, "scheduler": {"type": "WarmupDecayLR"}}
+    for path in [*fills, "steps_per_print"]:
+        node = config
+        *head, last = path.split(".")
+        for key in head:
+            node = node.setdefault(key, {})
+        node[last] = "auto"
+    config["zero_optimization"]["stage"] = 3  # the stage-3 buckets are filled only at stage 3
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=2,
+                             gradient_accumulation_steps=4, use_cpu=True, report_to=[])
+    hf = HfTrainerDeepSpeedConfig(config)
+    hf.trainer_config_process(args)
+    model = types.SimpleNamespace(config=types.SimpleNamespace(hidden_size=64, hidden_sizes=None,
+                                                               text_config=None))
+    hf.trainer_config_finalize(args, model, 100)
+
+    def autos(node: dict, prefix: str = ""):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                yield from autos(value, f"{prefix}{key}.")
+            elif value == "auto":
+                yield f"{prefix}{key}"
+
+    assert list(autos(hf.config)) == ["steps_per_print"]
+    assert hf.config["train_batch_size"] == 2 * 4 * args.world_size

@@ -56,7 +56,8 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
         if switch:
             if node.value is True:
                 facts[name] = Fact(True, where(node.offset))
-        elif isinstance(node.value, int | float | str) and not isinstance(node.value, bool):
+        elif isinstance(node.value, int | float | str) and not isinstance(node.value, bool) and \
+                node.value != "auto":  # "auto": not known from the file (GL101 judges it)
             facts[name] = Fact(node.value, where(node.offset))
     for section in ("scheduler", "optimizer"):
         node = root.get(section)

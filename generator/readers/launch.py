@@ -36,6 +36,33 @@ def _alibi_spellings() -> frozenset[str]:
                      if e.value == "position_embedding" and e.map and "alibi" in e.map)
 
 
+def _trainer_words(texts: list[str | None]) -> list[str | None] | None:
+    """The words of a Hugging Face Trainer entry point, each TrainingArguments flag under its
+    field's name (HfArgumentParser also takes ``--per-device-train-batch-size``); None when the
+    words are not a Trainer's: no TrainingArguments flag spelled with an underscore (Megatron's
+    flags are all dashed, and some dashed ones, --weight-decay, are fields' aliases too) and no
+    ``--deepspeed PATH.json`` (DeepSpeed's and Megatron-DeepSpeed's ``--deepspeed`` is a switch)."""
+    from generator.dialects import dialect
+
+    known = dialect("trainer").catalogue
+    out, own = [], False
+    for k, text in enumerate(texts):
+        if is_flag(text):
+            name, eq, value = text.partition("=")
+            field_name = "--" + name[2:].replace("-", "_")
+            if field_name in known:
+                following = value if eq else (texts[k + 1] if k + 1 < len(texts) else None)
+                own = own or ("_" in name and name not in ("--deepspeed_config", "--local_rank")) or \
+                    (field_name == "--deepspeed" and _json_path(following))
+                text = field_name + eq + value
+        out.append(text)
+    return out if own else None
+
+
+def _json_path(text: str | None) -> bool:
+    return text is not None and not text.startswith("-") and text.rstrip("'\"").endswith(".json")
+
+
 def _arity_in(d):
     """Each option's arity in the dialect's parser (the table's where the parser lists names
     only); None for an option it does not define."""
@@ -289,7 +316,13 @@ class _Reader:
         self.fact("entry_argv", tuple(a.text for a in args), entry)
         self.fact("entry_argv_runtime", tuple(runtime_text(a) for a in args), entry)
         texts = [a.text for a in args]
-        found = _dialect_of_words(texts)
+        trainer_texts = _trainer_words(texts)
+        if trainer_texts is not None:  # TrainingArguments, each flag as its own name
+            from generator.dialects import dialect
+
+            texts, found = trainer_texts, dialect("trainer")
+        else:
+            found = _dialect_of_words(texts)
         options, _ = split(texts, _arity_in(found))
         flags: dict[str, str] = {}
         values: dict[str, Field] = {}
@@ -303,7 +336,7 @@ class _Reader:
             return
         self.out.facts["megatron_flags"] = Fact(flags, self.src(entry))
         int_flags, switch_flags, hints = _megatron_reading()
-        megatron = bool(hints & set(flags))
+        megatron = trainer_texts is None and bool(hints & set(flags))
         for flag, name in int_flags.items():
             if flag in values and megatron:
                 self.fact(name, _int(values[flag].text), values[flag])
@@ -312,7 +345,7 @@ class _Reader:
                 self.fact(name, True, values[flag])
         if megatron:
             self.fact("megatron_dialect", found.name, entry)
-        trainer = "--per_device_train_batch_size" in values and not megatron
+        trainer = trainer_texts is not None
         if megatron or trainer:  # the precision as any Megatron dialect (or the Trainer) spells it
             from generator.dialects import all_entries, dialect
 
@@ -346,8 +379,13 @@ class _Reader:
                 if flag in values:
                     self.fact(name, _int(values[flag].text), values[flag])
             self.out.facts.setdefault("precision", Fact("fp32", self.src(entry)))
+            self.fact("trainer", True, entry)
             if "--fsdp" in values:
                 self.fact("framework", "fsdp", values["--fsdp"])
+            config = values.get("--deepspeed")
+            if config is not None and config.text:  # TrainingArguments' --deepspeed PATH
+                self.out.json_refs.append((config.text, self.src(config)))
+                self.fact("framework", "deepspeed", config)
         for flag in ("--deepspeed_config", "--deepspeed-config"):
             if flag in values and values[flag].text:
                 self.out.json_refs.append((values[flag].text, self.src(values[flag])))

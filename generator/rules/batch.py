@@ -39,13 +39,21 @@ def batch_mismatch(global_batch_size: int, micro_batch_size: int, gradient_accum
 @rule("GL002", "global-batch-not-divisible",
       "The global batch must be a multiple of micro batch × dp (or accumulation × dp).")
 def global_not_divisible(global_batch_size: int, dp: int, micro_batch_size: int | None = None,
-                         gradient_accumulation_steps: int | None = None) -> str | None:
+                         gradient_accumulation_steps: int | None = None,
+                         framework: str | None = None) -> str | None:
     """Megatron's microbatch calculator asserts ``global batch size (G) is not divisible by micro batch
     size (B) times data parallel size (D)``; DeepSpeed floors and then fails its batch
-    assertion. Fix: pick a global batch that is a multiple, or a micro batch that divides it.
+    assertion, also for a config with train_batch_size alone (accumulation 1, micro = train
+    batch / dp). Fix: pick a global batch that is a multiple, or a micro batch that divides it.
 
     Example: --global-batch-size 1000 --micro-batch-size 16 on dp 32: 1000 is not a multiple of
     512."""
+    if micro_batch_size is None and gradient_accumulation_steps is None and framework == "deepspeed":
+        if global_batch_size % dp == 0:
+            return None
+        return (f"train_batch_size {global_batch_size} alone is not divisible by dp {dp} (DeepSpeed "
+                f"takes accumulation 1 and micro = train batch / dp); use "
+                f"{or_list(nearest_multiples(global_batch_size, dp))}, or give the micro batch")
     if micro_batch_size is not None:
         step = micro_batch_size * dp
         if global_batch_size % step == 0:

@@ -158,22 +158,34 @@ def step_schedule(batch_schedule: tuple, global_batch_size: int | None = None,
     return None
 
 
-@rule("GL101", "deepspeed-auto", "\"auto\" is resolved only by the HF Trainer and accelerate.")
-def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None = None) -> str | None:
+@rule("GL101", "deepspeed-auto",
+      "\"auto\" is resolved only by the HF Trainer and accelerate, and only for some keys.")
+def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None = None,
+            trainer: bool | None = None) -> str | None:
     """DeepSpeed itself never resolves "auto": batch keys raise TypeError, and in the pydantic sections
-    (zero_optimization, bf16, fp16) it silently becomes the default (stage 0, bf16 off). Fix:
-    write the numbers (gen-launch computes them).
+    (zero_optimization, bf16, fp16) it silently becomes the default (stage 0, bf16 off). The HF
+    Trainer (a script passing ``--deepspeed cfg.json`` with TrainingArguments) and accelerate
+    fill in a fixed set of keys (batch sizes, clipping, optimizer and scheduler parameters,
+    fp16/bf16 enabled, ZeRO bucket sizes); an "auto" elsewhere (``zero_optimization.stage``)
+    reaches DeepSpeed as it is. Fix: write the numbers (gen-launch computes them).
 
     Example: "zero_optimization": {"stage": "auto"} in a config passed to deepspeed.initialize."""
     from generator.dialects.keyed import keyed_dialect
 
-    dropped = keyed_dialect("deepspeed").table["auto_dropped_sections"]
-    hf = launcher == "accelerate"
+    table = keyed_dialect("deepspeed").table
+    dropped, fills = table["auto_dropped_sections"], set(table["trainer_fills"])
+    hf = launcher == "accelerate" or bool(trainer)
     for path, source in ds_auto:
+        if hf and path in fills:
+            continue
         if path.split(".")[0] in dropped:
-            return (f"\"auto\" at {path}: DeepSpeed silently replaces it with the default", (),
+            by = "; the HF Trainer and accelerate do not fill this key" if hf else ""
+            return (f"\"auto\" at {path}: DeepSpeed silently replaces it with the default{by}", (),
                     (path, source))
-        if not hf and (framework is not None or launcher is not None):
+        if hf:
+            return (f"\"auto\" at {path}: the HF Trainer and accelerate do not fill this key; "
+                    "DeepSpeed fails on it", (), (path, source))
+        if framework is not None or launcher is not None:
             return (f"\"auto\" at {path}: only the HF Trainer / accelerate fill it in; DeepSpeed "
                     "fails on it", (), (path, source))
     return None
