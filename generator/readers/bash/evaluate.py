@@ -1,11 +1,16 @@
-"""Flat static evaluation of a bash script: variables, arrays, defaults, arithmetic, exports,
-heredocs, `bash -c`/`eval` strings, in source order. Branches and loops are flattened (the last
-assignment wins); command substitutions and values from the environment stay unknown. Nothing is
-executed. Budgets bound hostile input (commands, nesting, value sizes)."""
+"""Static evaluation of a bash script: variables, arrays, defaults, arithmetic, exports,
+heredocs, `bash -c`/`eval` strings, in source order. ``if``/``elif``/``else`` and ``case`` are
+decided where their test or subject is known from the script (only the branch bash would take
+runs); an undecided branch may or may not run, so what it assigns leaves a variable's earlier
+value in place, or unknown ("depends on a branch") where it had none: an argument loop over
+``$@`` keeps its defaults instead of its last ``case`` arm. Loop bodies run once. Command
+substitutions and values from the environment stay unknown. Nothing is executed. Budgets bound
+hostile input (commands, nesting, value sizes)."""
 
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import re
 from dataclasses import dataclass, field
 
@@ -17,8 +22,11 @@ MAX_COMMANDS = 20_000
 MAX_DEPTH = 8
 MAX_VALUE = 1 << 20
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
-KEYWORDS_DROP = {"if", "then", "elif", "else", "while", "until", "do", "!", "{", "time", "coproc"}
-KEYWORDS_END = {"fi", "done", "esac", "}"}
+KEYWORDS = {"if", "then", "elif", "else", "fi", "esac", "while", "until", "do", "done", "!", "{", "}",
+            "time", "coproc"}
+_ARM_END = (";;", ";&", ";;&")
+_INT_TESTS = {"-eq": int.__eq__, "-ne": int.__ne__, "-gt": int.__gt__, "-ge": int.__ge__,
+              "-lt": int.__lt__, "-le": int.__le__}
 DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 
 
@@ -99,13 +107,39 @@ class _Budget(Exception):
     pass
 
 
+@dataclass
+class _Branch:
+    """An open ``if`` or ``case``: whether the current arm runs ("run"), cannot ("skip") or is
+    not decided statically ("maybe"), whether an earlier arm surely ran (``taken``) or may have
+    (``uncertain``); for ``case`` its subject (None: not known) and the patterns being read."""
+
+    kind: str
+    offset: int
+    mode: str = "run"
+    taken: bool = False
+    uncertain: bool = False
+    test: bool | None = None
+    subject: str | None = None
+    expect_pattern: bool = False
+    patterns: list[str | None] = field(default_factory=list)
+
+    def arm(self, holds: bool | None) -> None:
+        """Start an arm whose condition is ``holds`` (True, False or not known)."""
+        if self.taken or holds is False:
+            self.mode = "skip"
+        elif holds is None:
+            self.mode, self.uncertain = "maybe", True
+        else:
+            self.mode, self.taken = ("maybe" if self.uncertain else "run"), True
+
+
 class Evaluator:
     def __init__(self, script: Script, resolve_source=None) -> None:
         self.script = script
         self.resolve_source = resolve_source  # path text -> (name, text) of a file to follow
         self.vars = script.variables
         self.count = 0
-        self.case_depth = 0
+        self.branches: list[_Branch] = []
         self.positional: list[Field] | None = None  # $1... inside a `bash -c CODE NAME ARGS` string
 
     # -- values ------------------------------------------------------------------------------
@@ -250,6 +284,14 @@ class Evaluator:
     def assign(self, name: str, values: list[list[Seg]], exported: bool, offset: int,
                append: bool = False, array: bool = False) -> None:
         old = self.vars.get(name)
+        if self.mode() == "maybe":  # a branch that may not run: the earlier value may stand
+            if old is None:
+                line = self.script.position(offset)[0]
+                self.vars[name] = Var([[Seg(None, offset, f"${name} depends on a branch (line {line})")]],
+                                      array, exported, offset)
+            else:
+                old.exported = old.exported or exported
+            return
         if append and old is not None:
             if array or old.array:
                 values, array = old.values + values, True
@@ -259,15 +301,86 @@ class Evaluator:
             raise _Budget
         self.vars[name] = Var(values, array, exported or bool(old and old.exported), offset)
 
+    # -- branches ----------------------------------------------------------------------------
+    def mode(self) -> str:
+        """"skip" inside an arm that cannot run, "maybe" inside one that is not decided."""
+        modes = {b.mode for b in self.branches}
+        return "skip" if "skip" in modes else "maybe" if "maybe" in modes else "run"
+
+    def keyword(self, word: str, rest: list, terminator: Op, offset: int, depth: int) -> None:
+        top = self.branches[-1] if self.branches else None
+        is_if = top is not None and top.kind == "if"
+        if word == "if":
+            self.branches.append(_Branch("if", offset))  # the condition itself runs
+            top, is_if = self.branches[-1], True
+        elif word == "elif" and is_if:  # reached only when no earlier arm ran
+            top.mode = "skip" if top.taken else "maybe" if top.uncertain else "run"
+        if word in ("if", "elif") and is_if:
+            top.test = self.test(rest, depth) if terminator.text in (";", "\n") else None
+        elif word == "then" and is_if:
+            top.arm(top.test)
+        elif word == "else" and is_if:
+            top.arm(None if top.uncertain else True)
+        elif (word == "fi" and is_if) or (word == "esac" and top is not None and top.kind == "case"):
+            self.branches.pop()
+
+    def test(self, words: list, depth: int) -> bool | None:
+        """A ``[ ... ]``, ``[[ ... ]]`` or ``test`` condition decided from known values: string
+        (in)equality and ``[[ == ]]`` patterns, -z/-n, integer comparisons, ``!``; None otherwise."""
+        texts = [f.text for w in words if isinstance(w, Word) for f in self.expand_word(w, depth)]
+        closing = {"[": "]", "[[": "]]", "test": None}.get(texts[0] if texts else None, "")
+        if closing == "" or (closing is not None and texts[-1:] != [closing]):
+            return None
+        double, texts = texts[0] == "[[", texts[1:-1] if closing else texts[1:]
+        negate = texts[:1] == ["!"]
+        texts = texts[1:] if negate else texts
+        if any(t is None or UNKNOWN in t for t in texts):
+            return None
+        result: bool | None = None
+        if len(texts) == 1:
+            result = texts[0] != ""
+        elif len(texts) == 2 and texts[0] in ("-z", "-n"):
+            result = (texts[1] == "") == (texts[0] == "-z")
+        elif len(texts) == 3 and texts[1] in ("=", "==", "!="):
+            same = fnmatch.fnmatchcase(texts[0], texts[2]) if double else texts[0] == texts[2]
+            result = same != (texts[1] == "!=")
+        elif len(texts) == 3 and texts[1] in _INT_TESTS:
+            try:
+                result = _INT_TESTS[texts[1]](int(texts[0]), int(texts[2]))
+            except ValueError:
+                return None
+        return None if result is None else result != negate
+
+    def case_pattern(self, branch: _Branch, words: list, terminator: Op, depth: int) -> None:
+        for w in words:
+            fields = self.expand_word(w, depth) if isinstance(w, Word) else []
+            branch.patterns.append(fields[0].text if len(fields) == 1 else None)
+        if terminator.text != ")":
+            return
+        patterns, branch.patterns, branch.expect_pattern = branch.patterns, [], False
+        if branch.subject is None or any(p is None or UNKNOWN in p for p in patterns):
+            branch.arm(None)
+        else:
+            branch.arm(any(fnmatch.fnmatchcase(branch.subject, p.lstrip("(")) for p in patterns))
+
+    def arm_end(self) -> None:
+        top = self.branches[-1] if self.branches else None
+        if top is not None and top.kind == "case":
+            top.expect_pattern, top.mode = True, "skip"
+
     # -- commands ----------------------------------------------------------------------------
     def run(self, items: list, depth: int) -> None:
         command: list = []
+        open_branches = len(self.branches)
         for item in [*items, Op("\n", -1)]:
             if isinstance(item, Op):
                 self.simple(command, depth, item)
                 command = []
+                if item.text in _ARM_END:
+                    self.arm_end()
             else:
                 command.append(item)
+        del self.branches[open_branches:]  # a string or file's own unclosed branches end with it
 
     def simple(self, items: list, depth: int, terminator: Op) -> None:
         if not items:
@@ -277,18 +390,28 @@ class Evaluator:
             raise _Budget
         words = [i for i in items if isinstance(i, Word | ArrayAssign)]
         redirects = [i for i in items if isinstance(i, Redirect)]
-        # keywords and case patterns
-        while words and isinstance(words[0], Word) and words[0].literal() in KEYWORDS_DROP | KEYWORDS_END:
-            if words[0].literal() == "esac":
-                self.case_depth = max(0, self.case_depth - 1)
-            words = words[1:]
+        # keywords: branches open, divide and close (if/case decided where known)
+        while words and isinstance(words[0], Word) and words[0].literal() in KEYWORDS:
+            word, words = words[0].literal(), words[1:]
+            self.keyword(word, words, terminator, items[0].offset, depth)
         if not words:
             return
         head = words[0].literal() if isinstance(words[0], Word) else None
-        pattern = self.case_depth and terminator.text == ")"
-        if head in ("for", "select", "case", "[[", "function") or pattern:
-            if head == "case":
-                self.case_depth += 1
+        top = self.branches[-1] if self.branches else None
+        if top is not None and top.kind == "case" and top.expect_pattern and terminator.text in (")", "|"):
+            self.case_pattern(top, words, terminator, depth)
+            return
+        if head == "case":
+            subject = self.expand_word(words[1], depth) if len(words) > 1 and isinstance(words[1], Word) \
+                else []
+            known = subject[0].text if len(subject) == 1 and UNKNOWN not in (subject[0].text or UNKNOWN) \
+                else None
+            branch = _Branch("case", items[0].offset, mode="skip", subject=known, expect_pattern=True)
+            self.branches.append(branch)
+            if len(words) > 3 and terminator.text in (")", "|"):  # `case $1 in --n)` on one line
+                self.case_pattern(branch, words[3:], terminator, depth)
+            return
+        if head in ("for", "select", "[[", "function") or self.mode() == "skip":
             return
         if terminator.text == "(" and len(words) == 1 and head:  # name() { ...: a function header
             return
