@@ -138,10 +138,14 @@ def test_catalogues_regenerate(name: str) -> None:
     ("torchrun --nnodes 1:4 --nproc-per-node 8 --max_restarts 3 train.py", {"launcher_nodes": None, "procs_per_node": 8}),
     ("python -m torch.distributed.run --nnodes 3 --nproc-per-node 2 -m pkg.train --x 1",
      {"launcher_nodes": 3, "procs_per_node": 2, "entrypoint": "pkg.train"}),
+    # torchrun's own defaults: --nnodes 1:1, --nproc-per-node 1
+    ("torchrun train.py --lr 1", {"launcher_nodes": 1, "procs_per_node": 1, "entrypoint": "train.py"}),
+    ("torchrun $TORCHRUN_ARGS train.py", {"launcher_nodes": None, "procs_per_node": None}),
     ("deepspeed -H hosts --num_nodes 2 --num_gpus 8 --no_ssh --master_port 1 train.py",
      {"launcher_nodes": 2, "procs_per_node": 8, "entrypoint": "train.py"}),
     ("accelerate launch --multi-gpu --num-machines 2 --num_processes=16 train.py",
      {"accelerate_num_machines": 2, "accelerate_num_processes": 16, "entrypoint": "train.py"}),
+    ("deepspeed train.py --deepspeed", {"launcher_nodes": None, "procs_per_node": None}),  # hostfile's
 ])
 def test_reader_takes_any_spelling(line: str, facts: dict) -> None:
     """The linter's reader reads each launcher's options in every spelling its parser accepts

@@ -204,3 +204,23 @@ def test_precommit_hook_runs(tmp_path: Path) -> None:
     assert "2 file(s) checked" in failing.stdout  # README.md is not passed to the hook
     passing = run("ds_zero2.json")
     assert passing.returncode == 0, passing.stdout + passing.stderr
+
+
+def test_real_style_scripts_are_read_not_skipped() -> None:
+    """The real-style corpus is clean only because it is right: every launch in it is read as its
+    framework with its batch (and, where the script fixes it, its world), so the rules ran. The
+    exceptions are named: a config chosen at run time, LLaMA-Factory's YAML-only launch, and the
+    files another script sources."""
+    from generator.lint import gather
+    from generator.lint.engine import lint_texts, views
+
+    texts, _, extra = gather([CORPUS / "real"])
+    runs = {str(Path(r.name).relative_to(CORPUS / "real")): views(r)[0] for r in lint_texts(texts, extra).runs}
+    unread = {"branches/if_config_argument.sh", "trainer/llamafactory/train.sh"}
+    scripts = {k for k in runs if not k.endswith((".json", ".yaml"))}
+    assert len(scripts) >= 60
+    for name in sorted(scripts - unread):
+        facts = runs[name]
+        assert "framework" in facts and ("micro_batch_size" in facts or "global_batch_size" in facts), name
+    with_world = {n for n in scripts if "world_size" in runs[n]}
+    assert len(with_world) >= 45, sorted(scripts - with_world)

@@ -146,10 +146,12 @@ def views(run: Run) -> list[dict[str, Fact]]:
     _schedule_in_iterations(script)
     if not any(k in run.ds_facts for k in _DS_GENERIC):
         return [script]
-    deepspeed = dict(script)
+    deepspeed = {k: f for k, f in script.items()  # the accumulation is the JSON's, or its own
+                 if not (k == "gradient_accumulation_steps" and f.source == "derived")}
     for ds_name, generic in _DS_GENERIC.items():
         if ds_name in run.ds_facts:
             deepspeed[generic] = run.ds_facts[ds_name]
+    _accumulation(deepspeed)
     return [script, deepspeed]
 
 
@@ -163,6 +165,19 @@ def _data_parallel(facts: dict[str, Fact]) -> None:
         model *= facts[name].value if name in facts and isinstance(facts[name].value, int) else 1
     if model and world.value % model == 0:
         facts["dp"] = Fact(world.value // model, "derived")
+    _accumulation(facts)
+
+
+def _accumulation(facts: dict[str, Fact]) -> None:
+    """Megatron's micro-batches per step = global / (micro × dp), when they divide (GL002 says
+    otherwise), for the rules that count them (GL016)."""
+    given = [facts.get(n) for n in ("global_batch_size", "micro_batch_size", "dp")]
+    if "gradient_accumulation_steps" in facts or any(f is None or not isinstance(f.value, int) or not f.value
+                                                     for f in given):
+        return
+    total, micro, dp = (f.value for f in given)
+    if total % (micro * dp) == 0:
+        facts["gradient_accumulation_steps"] = Fact(total // (micro * dp), "derived")
 
 
 def _schedule_in_iterations(facts: dict[str, Fact]) -> None:

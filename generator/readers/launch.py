@@ -13,6 +13,7 @@ from functools import cache
 from generator.dialects.argv import is_flag, split
 from generator.dialects.slurm import value_options
 from generator.readers.bash import Command, Field, Script, read_script
+from generator.readers.bash.evaluate import UNKNOWN
 from generator.rules.registry import Fact
 
 _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
@@ -138,6 +139,8 @@ class _Reader:
         self.sbatch_header(text)
         for message_offset, message in self.script.problems:
             self.out.problems.append((self.src(message_offset), message))
+        if self.script.cuts:
+            self.fact("comment_cuts", tuple(self.src(o) for o in self.script.cuts), self.script.cuts[0])
         for command in self.script.commands:
             self.command(command)
         self.environment()
@@ -287,7 +290,7 @@ class _Reader:
         """A launcher's own options from ``argv[start]`` on (any spelling its parser accepts; the
         facts of launchers.yaml), then the entry point and its arguments."""
         self.fact("launcher", started.name, argv[0])
-        k = start
+        k, given = start, set()
         while k < len(argv) and (argv[k].text or "").startswith("-"):
             name, eq, value = (argv[k].text or "").partition("=")
             value_field = argv[k]
@@ -296,6 +299,8 @@ class _Reader:
                 value_field, value = argv[k], argv[k].text
             k += 1
             option = started.read(name)
+            if option is not None:
+                given.add(option.option)
             if option is None or not value:
                 continue
             number = _int(value)
@@ -308,8 +313,25 @@ class _Reader:
                 self.out.accelerate_refs.append((value, self.src(value_field)))
             elif option.ref == "deepspeed":
                 self.out.json_refs.append((value, self.src(value_field)))
+        # every launcher word is known: what it leaves out takes its parser's default
+        if k < len(argv) and all(UNKNOWN not in (w.text or UNKNOWN) for w in argv[:k + 1]):
+            self.defaults(started, argv[0], given)
         if k < len(argv):
             self.entry_args(argv[k + 1:], argv[k])
+
+    def defaults(self, started, command: Field, given: set[str]) -> None:
+        """The facts of options the command line leaves out, from the launcher parser's default
+        when it is a count (torchrun's --nnodes 1:1 and --nproc-per-node 1; DeepSpeed's -1 means
+        "from the hostfile" and gives none)."""
+        for option in started.options:
+            if option.option in given:
+                continue
+            default = started.catalogue.get(option.option).default
+            low, _, high = str(default).partition(":")
+            number = _int(low) if default is not None and high in ("", low) else None
+            for fact in option.fact:
+                if number and fact not in self.out.facts:
+                    self.fact(fact, number, command)
 
     def entry_args(self, args: list[Field], entry: Field) -> None:
         self.fact("entrypoint", entry.text, entry)
@@ -337,8 +359,10 @@ class _Reader:
         self.out.facts["megatron_flags"] = Fact(flags, self.src(entry))
         int_flags, switch_flags, hints = _megatron_reading()
         megatron = trainer_texts is None and bool(hints & set(flags))
-        for flag, name in int_flags.items():
-            if flag in values and megatron:
+        read: set[str] = set()
+        for flag, name in int_flags.items():  # the table's first spelling of a value wins
+            if flag in values and megatron and name not in read:
+                read.add(name)
                 self.fact(name, _int(values[flag].text), values[flag])
         for flag, name in switch_flags.items():
             if flag in values and megatron:
@@ -459,8 +483,6 @@ def accelerate_world(f: dict[str, Fact]) -> None:
 def runtime_text(f: Field) -> str | None:
     """A word known only at run time as shell text with ${NAME} references, when that is all
     it holds ("$CKPT/run" from the environment -> "${CKPT}/run"); None otherwise."""
-    from generator.readers.bash.evaluate import UNKNOWN
-
     if f.text is None or UNKNOWN not in f.text or f.text.count(UNKNOWN) != 1:
         return None
     m = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}? from the environment", f.note or "")

@@ -61,12 +61,14 @@ def deepspeed_warmup(warmup_iters: int, framework: str) -> str | None:
 @rule("GL109", "ulysses-not-divisible",
       "DeepSpeed-Ulysses splits the sequence and the heads over the sequence-parallel ranks.")
 def ulysses(seq_length: int, num_attention_heads: int, cp: int, framework: str) -> str | None:
-    """With plain DeepSpeed, cp is Ulysses' sequence_parallel_size: each rank holds seq_length / cp
-    tokens, and the all-to-all regroups them into num_attention_heads / cp heads, so both must
-    divide. Fix: a cp that divides both.
+    """With plain DeepSpeed, cp is Ulysses' sequence_parallel_size, and with Megatron-DeepSpeed
+    microsoft's --ds-sequence-parallel-size (its transformer asserts ``num_attention_heads %
+    sequence_parallel_world_size == 0``): each rank holds seq_length / cp tokens, and the
+    all-to-all regroups them into num_attention_heads / cp heads, so both must divide. Fix: a
+    cp that divides both.
 
     Example: Ulysses cp 8 with 12 attention heads."""
-    if framework != "deepspeed" or cp == 1:
+    if framework not in ("deepspeed", "megatron-deepspeed") or cp == 1:
         return None
     if seq_length % cp == 0 and num_attention_heads % cp == 0:
         return None

@@ -10,19 +10,23 @@ from generator.rules.registry import rule
 
 
 @rule("GL004", "deepspeed-megatron-disagree",
-      "The DeepSpeed JSON and the Megatron arguments must agree on micro batch, global batch and "
-      "ZeRO stage.")
+      "The DeepSpeed JSON and the Megatron (or Trainer) arguments must agree on micro batch, global "
+      "batch and ZeRO stage.")
 def ds_megatron(ds_micro_batch_size: int | None = None, micro_batch_size: int | None = None,
                 ds_train_batch_size: int | None = None, global_batch_size: int | None = None,
-                ds_zero_stage: int | None = None, zero_stage: int | None = None) -> str | None:
+                ds_zero_stage: int | None = None, zero_stage: int | None = None,
+                trainer: bool | None = None) -> str | None:
     """Nothing in Megatron-DeepSpeed compares them: with a JSON micro batch other than --micro-batch-
     size the pipeline engine pulls the wrong number of micro-batches silently, and
-    pretrain_gpt.py enables zero.Init only when --zero-stage is 3. Fix: write each value once
-    (gen-launch generates both from one plan).
+    pretrain_gpt.py enables zero.Init only when --zero-stage is 3. The HF Trainer does compare
+    them, and stops ("Please correct the following DeepSpeed config values that mismatch
+    TrainingArguments values"). Fix: write each value once (gen-launch generates both from one
+    plan), or "auto" in a Trainer's config.
 
     Example: ds_config.json says train_micro_batch_size_per_gpu 2, the script passes --micro-
     batch-size 4."""
-    pairs = (("micro batch", "ds_micro_batch_size", ds_micro_batch_size, "--micro-batch-size",
+    micro_flag = "--per_device_train_batch_size" if trainer else "--micro-batch-size"
+    pairs = (("micro batch", "ds_micro_batch_size", ds_micro_batch_size, micro_flag,
               "micro_batch_size", micro_batch_size),
              ("train_batch_size", "ds_train_batch_size", ds_train_batch_size, "--global-batch-size",
               "global_batch_size", global_batch_size),

@@ -35,3 +35,20 @@ def pattern_in_log_directory(output: str | None = None, error: str | None = None
         return None
     return (f"{bad[0]} puts a Slurm pattern in a folder name; Slurm does not create folders: "
             "keep the patterns in the file name, e.g. logs/%x-%j.out")
+
+
+@rule("GL307", "comment-ends-command",
+      "A comment line inside a backslash-continued command ends the command there.")
+def comment_cut(comment_cuts: tuple) -> str | None:
+    """Backslash-newline joins the lines, and the comment then runs to the end of its line, so
+    the newline after it ends the command: the options on the lines below never reach the
+    program (it starts without them), and bash runs them as a command of their own
+    (``--lr: command not found``). Fix: move the commented-out option to the end of the
+    command, or out of it; in an array (``ARGS=( ... )``) comments are fine.
+
+    Example: ``torchrun ... \\`` then ``  # --use-flash-attn \\`` then ``  --bf16``."""
+    if not comment_cuts:
+        return None
+    more = f" (and {len(comment_cuts) - 1} more)" if len(comment_cuts) > 1 else ""
+    return ("a comment inside a backslash-continued command ends it; the options on the lines "
+            f"after it are not passed{more}")

@@ -79,6 +79,7 @@ class Script:
     commands: list[Command] = field(default_factory=list)
     variables: dict[str, Var] = field(default_factory=dict)
     problems: list[tuple[int, str]] = field(default_factory=list)
+    cuts: list[int] = field(default_factory=list)  # comments that end a continued command early
     first_command_offset: int | None = None
     # every file read (the script and what it sources): (base offset, name, text, line starts)
     files: list[tuple[int, str, str, list[int]]] = field(default_factory=list)
@@ -119,9 +120,28 @@ class _Branch:
     taken: bool = False
     uncertain: bool = False
     test: bool | None = None
+    in_condition: bool = False
+    negate: bool = False
+    parts: list[tuple[bool | None, str]] = field(default_factory=list)
     subject: str | None = None
     expect_pattern: bool = False
     patterns: list[str | None] = field(default_factory=list)
+
+    def condition(self) -> bool | None:
+        """The exit status of the condition's commands joined by && and || (left to right, as
+        bash does; after ``;`` only the last counts), in three values."""
+        result: bool | None = None
+        for k, (value, _) in enumerate(self.parts):
+            joiner = self.parts[k - 1][1] if k else ";"
+            if joiner == "&&":
+                result = False if False in (result, value) else None if None in (result, value) else True
+            elif joiner == "||":
+                result = True if True in (result, value) else None if None in (result, value) else False
+            elif joiner in (";", "\n"):
+                result = value
+            else:  # a pipe: the last command's status, not read here
+                result = None
+        return result
 
     def arm(self, holds: bool | None) -> None:
         """Start an arm whose condition is ``holds`` (True, False or not known)."""
@@ -156,9 +176,12 @@ class Evaluator:
                 return args, True
             index = int(p.name) - 1
             return ([args[index]] if index < len(args) else [[Seg("", p.offset)]]), False
-        if p.indirect or (p.name[0] in "@*#?$!-0123456789" and not p.length):
+        if self.positional is None and p.name.isdigit() and p.name != "0" and p.op in (":-", "-"):
+            var = None  # the script's own argument, read as unset: "${1:-MOCK}" is its default
+        elif p.indirect or (p.name[0] in "@*#?$!-0123456789" and not p.length):
             return unknown
-        var = self.vars.get(p.name)
+        else:
+            var = self.vars.get(p.name)
         is_array = False
         values: list[list[Seg]] | None
         if var is None:
@@ -307,7 +330,7 @@ class Evaluator:
         modes = {b.mode for b in self.branches}
         return "skip" if "skip" in modes else "maybe" if "maybe" in modes else "run"
 
-    def keyword(self, word: str, rest: list, terminator: Op, offset: int, depth: int) -> None:
+    def keyword(self, word: str, offset: int) -> None:
         top = self.branches[-1] if self.branches else None
         is_if = top is not None and top.kind == "if"
         if word == "if":
@@ -316,13 +339,23 @@ class Evaluator:
         elif word == "elif" and is_if:  # reached only when no earlier arm ran
             top.mode = "skip" if top.taken else "maybe" if top.uncertain else "run"
         if word in ("if", "elif") and is_if:
-            top.test = self.test(rest, depth) if terminator.text in (";", "\n") else None
+            top.in_condition, top.parts, top.negate = True, [], False
+        elif word == "!" and is_if and top.in_condition:
+            top.negate = not top.negate
         elif word == "then" and is_if:
-            top.arm(top.test)
+            top.in_condition = False
+            top.arm(top.condition())
         elif word == "else" and is_if:
             top.arm(None if top.uncertain else True)
         elif (word == "fi" and is_if) or (word == "esac" and top is not None and top.kind == "case"):
             self.branches.pop()
+
+    def condition_part(self, branch: _Branch, words: list, terminator: Op, depth: int) -> None:
+        value = self.test(words, depth)
+        if branch.negate and value is not None:
+            value = not value
+        branch.negate = False
+        branch.parts.append((value, terminator.text))
 
     def test(self, words: list, depth: int) -> bool | None:
         """A ``[ ... ]``, ``[[ ... ]]`` or ``test`` condition decided from known values: string
@@ -393,11 +426,13 @@ class Evaluator:
         # keywords: branches open, divide and close (if/case decided where known)
         while words and isinstance(words[0], Word) and words[0].literal() in KEYWORDS:
             word, words = words[0].literal(), words[1:]
-            self.keyword(word, words, terminator, items[0].offset, depth)
+            self.keyword(word, items[0].offset)
+        top = self.branches[-1] if self.branches else None
+        if words and top is not None and top.kind == "if" and top.in_condition:
+            self.condition_part(top, words, terminator, depth)
         if not words:
             return
         head = words[0].literal() if isinstance(words[0], Word) else None
-        top = self.branches[-1] if self.branches else None
         if top is not None and top.kind == "case" and top.expect_pattern and terminator.text in (")", "|"):
             self.case_pattern(top, words, terminator, depth)
             return
@@ -532,15 +567,18 @@ class Evaluator:
             return
         name, text = found
         base = self.script.add_file(name, text)
-        items, problems = lex(text, base)
+        items, problems, cuts = lex(text, base)
         self.script.problems += problems
+        self.script.cuts += cuts
         self.run(items, depth + 1)
 
     def run_text(self, text: str, offset: int, depth: int, in_place: bool = False) -> None:
         """Run code held in a string. ``in_place``: the text is a heredoc body at ``offset``, so
         its lines are the file's lines; otherwise every position is the string's own place."""
-        items, problems = lex(text, offset if in_place else 0)
-        if not in_place:
+        items, problems, cuts = lex(text, offset if in_place else 0)
+        if in_place:
+            self.script.cuts += cuts
+        else:
             for item in items:
                 _rebase(item, offset)
         self.script.problems += [(offset if not in_place else o, message) for o, message in problems]
@@ -564,8 +602,9 @@ def read_script(text: str, name: str = "-", resolve_source=None) -> Script:
     ``resolve_source(path)`` may return (name, text) for a file named by `source`."""
     script = Script(text, name)
     script.add_file(name, text)
-    items, problems = lex(text)
+    items, problems, cuts = lex(text)
     script.problems += problems
+    script.cuts += cuts
     evaluator = Evaluator(script, resolve_source)
     try:
         evaluator.run(items, 0)

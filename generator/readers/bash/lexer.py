@@ -99,6 +99,9 @@ class Heredoc:
     terminated: bool = False
 
 
+_NEXT_OPTION = re.compile(r"[ \t]*-")
+
+
 class Lexer:
     def __init__(self, text: str, base: int = 0) -> None:
         self.s = text
@@ -107,6 +110,9 @@ class Lexer:
         self.items: list = []
         self.pending: list[Heredoc] = []
         self.problems: list[tuple[int, str]] = []
+        # comments that end a backslash-continued command whose next line goes on with options
+        self.cuts: list[int] = []
+        self.continued = False  # the last thing read was a backslash-newline
 
     # -- helpers -----------------------------------------------------------------------------
     def peek(self, k: int = 0) -> str:
@@ -126,12 +132,19 @@ class Lexer:
             c = s[self.i]
             if c in " \t\r":
                 self.i = _BLANKS.match(s, self.i).end()
-            elif c == "\\" and self.peek(1) == "\n":
+                continue
+            if c == "\\" and self.peek(1) == "\n":
                 self.i += 2
-            elif c == "#":
+                self.continued = True
+                continue
+            if c == "#":
                 end = s.find("\n", self.i)
+                if self.continued and end >= 0 and _NEXT_OPTION.match(s, end + 1):
+                    self.cuts.append(self.off())  # bash ends the command here
                 self.i = len(s) if end < 0 else end
-            elif c == "\n":
+                continue
+            self.continued = False
+            if c == "\n":
                 self.items.append(Op("\n", self.off()))
                 self.i += 1
                 self.read_heredocs()
@@ -455,6 +468,7 @@ _ALTERNATIVES = {options: re.compile("|".join(re.escape(o) for o in options))
                  for options in (OPERATORS, REDIRECTS)}  # each tuple lists longer tokens first
 
 
-def lex(text: str, base: int = 0) -> tuple[list, list[tuple[int, str]]]:
+def lex(text: str, base: int = 0) -> tuple[list, list[tuple[int, str]], list[int]]:
+    """(items, problems, offsets of comments that cut a continued command)."""
     lexer = Lexer(text, base)
-    return lexer.run(), lexer.problems
+    return lexer.run(), lexer.problems, lexer.cuts
