@@ -100,9 +100,19 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
                 accelerate_world(run.facts)
         for path, source in read.json_refs:
             written = [(t, first) for target, t, first in read.written_json
-                       if posixpath.basename(target.replace(UNKNOWN, "")) ==
-                       posixpath.basename(path.replace(UNKNOWN, ""))]
-            if written:
+                       if _same_file(target, path)]
+            filled = [(template, pairs, where) for target, template, pairs, where in read.filled
+                      if target is not None and _same_file(target, path)]
+            if filled:
+                template, pairs, where = filled[-1]
+                found = find(template, name)
+                if found is None:
+                    result.problems.append((where, f"config template {template.replace(UNKNOWN, '…')} "
+                                                   "not found; its values are not checked"))
+                    continue
+                used_json.add(found[0])
+                ds = read_deepspeed_json(fill(found[1], pairs), found[0])
+            elif written:
                 ds = read_deepspeed_json(written[-1][0], name, written[-1][1])
             elif (found := find(path, name)) is not None:
                 used_json.add(found[0])
@@ -125,6 +135,20 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
     for run in result.runs:
         result.findings += check_run(run)
     return result
+
+
+def _same_file(written: str, named: str) -> bool:
+    """A file a script writes and one it names are the same when their names are (folders are
+    often run-time values)."""
+    return posixpath.basename(written.replace(UNKNOWN, "")) == posixpath.basename(named.replace(UNKNOWN, ""))
+
+
+def fill(template: str, substitutions: list[tuple[str, str | None]]) -> str:
+    """A template with sed's literal substitutions applied, as the script writes it; a value
+    known only at run time becomes null (not checked)."""
+    for placeholder, value in substitutions:
+        template = template.replace(placeholder, "null" if value is None else value)
+    return template
 
 
 def views(run: Run) -> list[dict[str, Fact]]:

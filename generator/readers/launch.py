@@ -37,6 +37,24 @@ def _alibi_spellings() -> frozenset[str]:
                      if e.value == "position_embedding" and e.map and "alibi" in e.map)
 
 
+def _substitutions(script: str) -> list[tuple[str, str | None]]:
+    """The literal substitutions of a sed script (``s/PLACEHOLDER/value/g``, any delimiter,
+    several separated by ``;``): [(placeholder, value or None when run-time)]; a pattern with
+    regular-expression characters is skipped (not a placeholder)."""
+    out = []
+    for part in script.split(";"):
+        part = part.strip()
+        if len(part) < 4 or part[0] != "s":
+            continue
+        delimiter = part[1]
+        pieces = part[2:].split(delimiter)
+        if len(pieces) < 2 or not re.fullmatch(r"[A-Za-z0-9_]+", pieces[0]):
+            continue
+        value = pieces[1]
+        out.append((pieces[0], None if UNKNOWN in value else value))
+    return out
+
+
 def _trainer_words(texts: list[str | None]) -> list[str | None] | None:
     """The words of a Hugging Face Trainer entry point, each TrainingArguments flag under its
     field's name (HfArgumentParser also takes ``--per-device-train-batch-size``); None when the
@@ -106,6 +124,9 @@ class LaunchRead:
 
     facts: dict[str, Fact] = field(default_factory=dict)
     written_json: list[tuple[str, str, int]] = field(default_factory=list)  # (path, text, first line)
+    # configs filled in from a template by sed: (output path, template path, [(placeholder,
+    # value or None when not known)], where the sed command is)
+    filled: list[tuple[str, str, list[tuple[str, str | None]], str]] = field(default_factory=list)
     json_refs: list[tuple[str, str]] = field(default_factory=list)  # (path, source)
     accelerate_refs: list[tuple[str, str]] = field(default_factory=list)  # accelerate configs
     problems: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
@@ -220,6 +241,9 @@ class _Reader:
                     (target.text.endswith(".json") or "ds_config" in target.text):
                 line = self.script.position(command.heredoc[1])[0]
                 self.out.written_json.append((target.text, command.heredoc[0], line))
+        if words[0] == "sed":
+            self.sed(command)
+            return
         if words[0] == "sbatch":
             if command.heredoc is not None:  # sbatch <<EOF ... EOF: a job script inline
                 self.sbatch_header(command.heredoc[0], command.heredoc[1], embedded=True)
@@ -285,6 +309,36 @@ class _Reader:
             if python:
                 self.fact("python", rest[0].text, rest[0])
             self.entry_args(rest[entry + 1:], rest[min(entry, len(rest) - 1)])
+
+    def sed(self, command: Command) -> None:
+        """``sed "s/PLACEHOLDER/$VALUE/" TEMPLATE [| sed ...] > CONFIG``: literal substitutions
+        filling a config template (Megatron-DeepSpeed's examples), kept so the config is read as
+        it will be written. A chain of piped seds adds to the one it follows."""
+        words = [f.text or "" for f in command.argv[1:]]
+        scripts, files, k = [], [], 0
+        while k < len(words):
+            if words[k] in ("-e", "--expression") and k + 1 < len(words):
+                scripts.append(words[k + 1])
+                k += 2
+                continue
+            if words[k].startswith("-"):
+                if "i" in words[k][1:] and not words[k].startswith("--"):
+                    return  # in place: the file is rewritten, not written from a template
+                k += 1
+                continue
+            (files if scripts else scripts).append(words[k])
+            k += 1
+        substitutions = [pair for text in scripts for pair in _substitutions(text)]
+        template = files[0] if files else next((t.text for op, t in command.redirects
+                                               if op == "<" and t is not None), None)
+        output = next((t.text for op, t in command.redirects if op in (">", ">|") and t is not None), None)
+        where = self.src(command.argv[0])
+        if command.piped and self.out.filled and self.out.filled[-1][0] is None:
+            _, template, earlier, where = self.out.filled.pop()
+            substitutions = earlier + substitutions
+        elif template is None or UNKNOWN in template:
+            return
+        self.out.filled.append((output, template, substitutions, where))
 
     def launcher(self, started, argv: list[Field], start: int) -> None:
         """A launcher's own options from ``argv[start]`` on (any spelling its parser accepts; the

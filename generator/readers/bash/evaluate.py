@@ -70,6 +70,7 @@ class Command:
     redirects: list[tuple[str, Field | None]]
     heredoc: tuple[str, int] | None  # (expanded body, offset of the body)
     depth: int
+    piped: bool = False  # its input is the previous command's output (`a | b`)
 
 
 @dataclass
@@ -160,6 +161,7 @@ class Evaluator:
         self.vars = script.variables
         self.count = 0
         self.branches: list[_Branch] = []
+        self.piped = False  # the command being read takes the previous one's output
         self.positional: list[Field] | None = None  # $1... inside a `bash -c CODE NAME ARGS` string
 
     # -- values ------------------------------------------------------------------------------
@@ -405,10 +407,12 @@ class Evaluator:
     def run(self, items: list, depth: int) -> None:
         command: list = []
         open_branches = len(self.branches)
+        self.piped = False
         for item in [*items, Op("\n", -1)]:
             if isinstance(item, Op):
                 self.simple(command, depth, item)
                 command = []
+                self.piped = item.text == "|"
                 if item.text in _ARM_END:
                     self.arm_end()
             else:
@@ -494,7 +498,7 @@ class Evaluator:
             argv, env, items[0].offset,
             [(r.op, join(self.expand_text(r.target.parts, depth)) if r.target else None)
              for r in redirects],
-            heredoc, depth))
+            heredoc, depth, self.piped))
         self.nested(argv, depth, heredoc)
 
     def array_values(self, w: ArrayAssign, depth: int) -> list[list[Seg]]:
