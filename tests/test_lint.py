@@ -224,3 +224,16 @@ def test_real_style_scripts_are_read_not_skipped() -> None:
         assert "framework" in facts and ("micro_batch_size" in facts or "global_batch_size" in facts), name
     with_world = {n for n in scripts if "world_size" in runs[n]}
     assert len(with_world) >= 45, sorted(scripts - with_world)
+
+
+def test_undecided_branches_warn_unless_every_alternative_fails() -> None:
+    """A batch that breaks a rule in one branch of a run-time condition is a warning naming that
+    branch; in every branch, an error naming each; a branch decided by the script is not one."""
+    report = lint_paths([CORPUS / "real" / "branches"])
+    levels = {(Path(i.path).name, i.finding.code): (i.level, i.finding.message) for i in report.items}
+    level, message = levels[("branch_on_environment.sh", "GL002")]
+    assert level == "warning" and "only when the branch at line 7 runs" in message
+    level, message = levels[("branch_both_wrong.sh", "GL002")]
+    assert level == "error" and "when the branch at line 4 runs: global batch 1001" in message \
+        and "when the branch at line 6 runs: global batch 250" in message
+    assert levels[("elif_chain_else.sh", "GL009")][0] == "error"  # decided: no alternatives

@@ -4,6 +4,8 @@ own output before writing it."""
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import posixpath
 from dataclasses import dataclass, field
 
@@ -76,22 +78,18 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
     # scripts that source others first, so that a sourced file is read as part of its script
     scripts = sorted((n for n, t in texts.items() if not n.endswith(".json") and is_script(n, t)),
                      key=lambda n: "source " not in texts[n])
-    for name in scripts:
-        if name in sourced:
-            continue
-        text = texts[name]
-        read = read_launch(text, name, lambda p, near=name: follow(p, near))
-        result.problems += read.problems
+    def run_of(name: str, read, problems: list) -> Run:
+        """The run a reading of a script implies, with the configs it names or writes."""
         run = Run(name, dict(read.facts))
         for path, source in read.accelerate_refs:
             found = find(path, name)
             if found is None:
-                result.problems.append((source, f"accelerate config {path.replace(UNKNOWN, '…')} "
-                                                "not found; its values are not checked"))
+                problems.append((source, f"accelerate config {path.replace(UNKNOWN, '…')} "
+                                         "not found; its values are not checked"))
                 continue
             used_json.add(found[0])
-            facts, problems = read_accelerate_config(found[1], found[0])
-            result.problems += problems
+            facts, accelerate_problems = read_accelerate_config(found[1], found[0])
+            problems += accelerate_problems
             for key, fact in facts.items():
                 run.facts.setdefault(key, fact)
             if "framework" not in run.facts and "accelerate_framework" in facts:
@@ -107,8 +105,8 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
                 template, pairs, where = filled[-1]
                 found = find(template, name)
                 if found is None:
-                    result.problems.append((where, f"config template {template.replace(UNKNOWN, '…')} "
-                                                   "not found; its values are not checked"))
+                    problems.append((where, f"config template {template.replace(UNKNOWN, '…')} "
+                                            "not found; its values are not checked"))
                     continue
                 used_json.add(found[0])
                 ds = read_deepspeed_json(fill(found[1], pairs), found[0])
@@ -118,12 +116,31 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
                 used_json.add(found[0])
                 ds = read_deepspeed_json(found[1], found[0])
             else:
-                result.problems.append((source, f"DeepSpeed config {path.replace(UNKNOWN, '…')} not "
-                                                "found; its values are not checked"))
+                problems.append((source, f"DeepSpeed config {path.replace(UNKNOWN, '…')} not "
+                                         "found; its values are not checked"))
                 continue
-            result.problems += ds.problems
+            problems += ds.problems
             run.ds_facts.update(ds.facts)
+        return run
+
+    branched: list[tuple[Run, list[tuple[str, Run]]]] = []
+    for name in scripts:
+        if name in sourced:
+            continue
+        text = texts[name]
+
+        def resolve(p: str, near: str = name):
+            return follow(p, near)
+
+        read = read_launch(text, name, resolve)
+        result.problems += read.problems
+        run = run_of(name, read, result.problems)
         result.runs.append(run)
+        scenarios = _scenarios(read.undecided)
+        if scenarios:
+            alternatives = [(label, run_of(name, read_launch(text, name, resolve, decide), []))
+                            for label, decide in _labelled(scenarios, read.undecided, text, name)]
+            branched.append((run, alternatives))
     for name, text in texts.items():
         if name.endswith(".json") and name not in used_json:
             ds = read_deepspeed_json(text, name)
@@ -132,9 +149,73 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
             if ds.looks_like_deepspeed or (ds.problems and not ds.parsed):
                 (result.problems if ds.parsed else result.unreadable).extend(ds.problems)
                 result.runs.append(Run(name, {}, ds.facts))
+    alternatives_of = {id(run): alternatives for run, alternatives in branched}
     for run in result.runs:
-        result.findings += check_run(run)
+        if id(run) in alternatives_of:
+            result.findings += _across(alternatives_of[id(run)])
+        else:
+            result.findings += check_run(run)
     return result
+
+
+MAX_ALTERNATIVES = 16  # readings of one script's undecided branches; more: the cautious reading
+
+
+def _scenarios(undecided: dict) -> list[dict[int, int]]:
+    """Every combination of the undecided branches' alternatives ({branch: arm index}), or none
+    when there are more than MAX_ALTERNATIVES."""
+    combos: list[dict[int, int]] = [{}]
+    for branch, alternatives in undecided.items():
+        combos = [{**c, branch: index} for c in combos for index, _ in alternatives]
+        if len(combos) > MAX_ALTERNATIVES:
+            return []
+    return combos if undecided else []
+
+
+def _labelled(scenarios: list[dict[int, int]], undecided: dict, text: str, name: str):
+    """(how to name it, decide) for each combination: "the branch at line 7" and its arm."""
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+
+    def line(offset: int) -> int:
+        return bisect.bisect_right(starts, offset)
+
+    for decide in scenarios:
+        parts = []
+        for branch, index in decide.items():
+            arm = dict(undecided[branch]).get(index)
+            parts.append(f"the branch at line {line(arm)}" if arm is not None else
+                         f"no branch of the if/case at line {line(branch)}")
+        yield " and ".join(parts), decide
+
+
+def _across(alternatives: list[tuple[str, Run]]) -> list[Finding]:
+    """Findings over the alternatives of a script's undecided branches, a rule on the same
+    facts counted once: an error only when every alternative breaks it (the messages of each
+    named when they differ); when some do, a warning naming them (the script may be right as
+    run, but that depends on a value it does not set)."""
+    found = [(label, {(f.code, tuple(n for n, _ in f.values)): f for f in check_run(run)})
+             for label, run in alternatives]
+    out: list[Finding] = []
+    seen: set = set()
+    for _, findings in found:
+        for key, finding in findings.items():
+            if key in seen:
+                continue
+            seen.add(key)
+            having = [(label, f[key]) for label, f in found if key in f]
+            messages = list(dict.fromkeys(f.message for _, f in having))
+            if len(having) == len(found):
+                message = messages[0] if len(messages) == 1 else "; ".join(
+                    f"when {label} runs: {f.message}" for label, f in having)
+                out.append(dataclasses.replace(finding, message=message))
+            elif finding.severity != "error":
+                out.append(finding)
+            else:
+                labels = " or ".join(label for label, _ in having)
+                out.append(dataclasses.replace(finding, severity="warning", message=(
+                    f"{finding.message} (only when {labels} runs: the condition is known only at "
+                    "run time)")))
+    return out
 
 
 def _same_file(written: str, named: str) -> bool:

@@ -130,6 +130,7 @@ class LaunchRead:
     json_refs: list[tuple[str, str]] = field(default_factory=list)  # (path, source)
     accelerate_refs: list[tuple[str, str]] = field(default_factory=list)  # accelerate configs
     problems: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
+    undecided: dict = field(default_factory=dict)  # the script's undecided branches (Script.undecided)
 
 
 def _int(text: str | None) -> int | None:
@@ -140,10 +141,10 @@ def _int(text: str | None) -> int | None:
 
 
 class _Reader:
-    def __init__(self, text: str, file: str, resolve_source=None) -> None:
+    def __init__(self, text: str, file: str, resolve_source=None, decide=None) -> None:
         self.file = file
-        self.script: Script = read_script(text, file, resolve_source)
-        self.out = LaunchRead()
+        self.script: Script = read_script(text, file, resolve_source, decide)
+        self.out = LaunchRead(undecided=self.script.undecided)
 
     def src(self, f: Field | int) -> str:
         offset = f if isinstance(f, int) else f.offset
@@ -605,5 +606,6 @@ def _options(words: list[str]) -> list[tuple[str, str | None]]:
     return out
 
 
-def read_launch(text: str, file: str, resolve_source=None) -> LaunchRead:
-    return _Reader(text, file, resolve_source).read(text)
+def read_launch(text: str, file: str, resolve_source=None, decide=None) -> LaunchRead:
+    """``decide``: see readers.bash.read_script (one alternative of the undecided branches)."""
+    return _Reader(text, file, resolve_source, decide).read(text)

@@ -25,6 +25,10 @@ _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 KEYWORDS = {"if", "then", "elif", "else", "fi", "esac", "while", "until", "do", "done", "!", "{", "}",
             "time", "coproc"}
 _ARM_END = (";;", ";&", ";;&")
+# commands whose running or not changes nothing the readers take from a script
+INERT = {"echo", "printf", "exit", "return", "true", "false", ":", "set", "shift", "sleep", "cd",
+         "mkdir", "rm", "cp", "mv", "ln", "touch", "date", "hostname", "nvidia-smi", "module", "ulimit",
+         "[", "test", "wait", "trap", "umask", "pwd", "ls"}
 _INT_TESTS = {"-eq": int.__eq__, "-ne": int.__ne__, "-gt": int.__gt__, "-ge": int.__ge__,
               "-lt": int.__lt__, "-le": int.__le__}
 DECLARE = {"export", "declare", "typeset", "local", "readonly"}
@@ -81,6 +85,9 @@ class Script:
     variables: dict[str, Var] = field(default_factory=dict)
     problems: list[tuple[int, str]] = field(default_factory=list)
     cuts: list[int] = field(default_factory=list)  # comments that end a continued command early
+    # branches not decided statically: offset of the if/case -> its alternatives, (arm index,
+    # offset where the arm starts), (-1, None) for "no arm runs"; read_script(decide=) takes one
+    undecided: dict[int, list[tuple[int, int | None]]] = field(default_factory=dict)
     first_command_offset: int | None = None
     # every file read (the script and what it sources): (base offset, name, text, line starts)
     files: list[tuple[int, str, str, list[int]]] = field(default_factory=list)
@@ -127,6 +134,10 @@ class _Branch:
     subject: str | None = None
     expect_pattern: bool = False
     patterns: list[str | None] = field(default_factory=list)
+    arms: list[int] = field(default_factory=list)  # where each arm started
+    open_arms: list[int | None] = field(default_factory=list)  # the arms that may run, if not decided
+    default: bool = False  # an else or a * pattern: some arm always runs
+    effective: bool = False  # an undecided arm assigns or runs something the readers use
 
     def condition(self) -> bool | None:
         """The exit status of the condition's commands joined by && and || (left to right, as
@@ -155,8 +166,9 @@ class _Branch:
 
 
 class Evaluator:
-    def __init__(self, script: Script, resolve_source=None) -> None:
+    def __init__(self, script: Script, resolve_source=None, decide: dict[int, int] | None = None) -> None:
         self.script = script
+        self.decide = decide or {}  # undecided branch -> the index of the arm to take
         self.resolve_source = resolve_source  # path text -> (name, text) of a file to follow
         self.vars = script.variables
         self.count = 0
@@ -310,6 +322,7 @@ class Evaluator:
                append: bool = False, array: bool = False) -> None:
         old = self.vars.get(name)
         if self.mode() == "maybe":  # a branch that may not run: the earlier value may stand
+            self.mark_effective()
             if old is None:
                 line = self.script.position(offset)[0]
                 self.vars[name] = Var([[Seg(None, offset, f"${name} depends on a branch (line {line})")]],
@@ -327,6 +340,11 @@ class Evaluator:
         self.vars[name] = Var(values, array, exported or bool(old and old.exported), offset)
 
     # -- branches ----------------------------------------------------------------------------
+    def mark_effective(self) -> None:
+        for branch in self.branches:
+            if branch.mode == "maybe":
+                branch.effective = True
+
     def mode(self) -> str:
         """"skip" inside an arm that cannot run, "maybe" inside one that is not decided."""
         modes = {b.mode for b in self.branches}
@@ -346,11 +364,32 @@ class Evaluator:
             top.negate = not top.negate
         elif word == "then" and is_if:
             top.in_condition = False
-            top.arm(top.condition())
+            self.start_arm(top, top.condition(), offset)
         elif word == "else" and is_if:
-            top.arm(None if top.uncertain else True)
+            top.default = True
+            self.start_arm(top, None if top.uncertain else True, offset)
         elif (word == "fi" and is_if) or (word == "esac" and top is not None and top.kind == "case"):
-            self.branches.pop()
+            self.end_branch(self.branches.pop())
+
+    def start_arm(self, branch: _Branch, holds: bool | None, offset: int) -> None:
+        """An arm begins: taken as ``decide`` says when its condition is not known."""
+        index = len(branch.arms)
+        branch.arms.append(offset)
+        if holds is None and not branch.taken:
+            branch.open_arms.append(index)
+            if branch.offset in self.decide:
+                holds = self.decide[branch.offset] == index
+        branch.arm(holds)
+
+    def end_branch(self, branch: _Branch) -> None:
+        """Record an undecided branch's alternatives: each arm that may run, and "none" when
+        no arm is sure to (no else, no * pattern, no arm known to hold)."""
+        if not branch.open_arms or not branch.effective or branch.offset in self.script.undecided:
+            return  # (an arm that only echoes and exits reads the same either way)
+        alternatives: list[tuple[int, int | None]] = [(k, branch.arms[k]) for k in branch.open_arms]
+        if not branch.default and not branch.taken:
+            alternatives.append((-1, None))
+        self.script.undecided[branch.offset] = alternatives
 
     def condition_part(self, branch: _Branch, words: list, terminator: Op, depth: int) -> None:
         value = self.test(words, depth)
@@ -393,10 +432,13 @@ class Evaluator:
         if terminator.text != ")":
             return
         patterns, branch.patterns, branch.expect_pattern = branch.patterns, [], False
+        branch.default = branch.default or "*" in patterns
+        offset = next((w.offset for w in words if isinstance(w, Word)), branch.offset)
         if branch.subject is None or any(p is None or UNKNOWN in p for p in patterns):
-            branch.arm(None)
+            self.start_arm(branch, None, offset)
         else:
-            branch.arm(any(fnmatch.fnmatchcase(branch.subject, p.lstrip("(")) for p in patterns))
+            self.start_arm(branch, any(fnmatch.fnmatchcase(branch.subject, p.lstrip("(")) for p in patterns),
+                           offset)
 
     def arm_end(self) -> None:
         top = self.branches[-1] if self.branches else None
@@ -490,6 +532,8 @@ class Evaluator:
                 if f.text and not f.text.startswith("-"):
                     self.vars.pop(f.text, None)
             return
+        if name not in INERT:
+            self.mark_effective()
         heredoc = None
         for r in redirects:
             if r.heredoc is not None:
@@ -601,15 +645,18 @@ def _rebase(item: object, offset: int) -> None:
         _rebase(target, offset)
 
 
-def read_script(text: str, name: str = "-", resolve_source=None) -> Script:
+def read_script(text: str, name: str = "-", resolve_source=None,
+                decide: dict[int, int] | None = None) -> Script:
     """Statically evaluate ``text``. Never raises on bad input; problems are recorded.
-    ``resolve_source(path)`` may return (name, text) for a file named by `source`."""
+    ``resolve_source(path)`` may return (name, text) for a file named by `source`. ``decide``
+    takes, for branches a first reading left undecided (``Script.undecided``), the arm at that
+    index of their alternatives (its last: none), so each alternative can be read on its own."""
     script = Script(text, name)
     script.add_file(name, text)
     items, problems, cuts = lex(text)
     script.problems += problems
     script.cuts += cuts
-    evaluator = Evaluator(script, resolve_source)
+    evaluator = Evaluator(script, resolve_source, decide)
     try:
         evaluator.run(items, 0)
     except _Budget:

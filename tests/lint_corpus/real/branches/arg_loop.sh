@@ -1,6 +1,6 @@
 #!/bin/bash
-# Defaults, then an argument loop that may change them: a value from an arm that may not run
-# does not replace the default (--debug's global batch of 3 is not the run's).
+# Defaults, then an argument loop that may change them: each arm is read as one alternative;
+# the defaults pass, and --debug's global batch of 3 is a warning that names its arm.
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 NODES=1
 GPUS=8

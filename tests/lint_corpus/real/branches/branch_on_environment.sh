@@ -1,5 +1,6 @@
 #!/bin/bash
-# The batch depends on the allocation, known only at run time: neither branch is assumed.
+# The batch depends on the allocation, known only at run time: the single-node branch's 250
+# does not divide over 8 GPUs, a warning naming that branch (the other one is right).
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 if [ "$SLURM_NNODES" -gt 1 ]; then
   GBS=1024
