@@ -209,14 +209,14 @@ def test_precommit_hook_runs(tmp_path: Path) -> None:
 def test_real_style_scripts_are_read_not_skipped() -> None:
     """The real-style corpus is clean only because it is right: every launch in it is read as its
     framework with its batch (and, where the script fixes it, its world), so the rules ran. The
-    exceptions are named: a config chosen at run time, LLaMA-Factory's YAML-only launch, and the
+    exceptions are named: a config chosen at run time, and the
     files another script sources."""
     from generator.lint import gather
     from generator.lint.engine import lint_texts, views
 
     texts, _, extra = gather([CORPUS / "real"])
     runs = {str(Path(r.name).relative_to(CORPUS / "real")): views(r)[0] for r in lint_texts(texts, extra).runs}
-    unread = {"branches/if_config_argument.sh", "trainer/llamafactory/train.sh"}
+    unread = {"branches/if_config_argument.sh"}
     scripts = {k for k in runs if not k.endswith((".json", ".yaml"))}
     assert len(scripts) >= 60
     for name in sorted(scripts - unread):
@@ -237,3 +237,26 @@ def test_undecided_branches_warn_unless_every_alternative_fails() -> None:
     assert level == "error" and "when the branch at line 4 runs: global batch 1001" in message \
         and "when the branch at line 6 runs: global batch 250" in message
     assert levels[("elif_chain_else.sh", "GL009")][0] == "error"  # decided: no alternatives
+
+
+def test_removed_flag_is_an_error_only_where_every_fitting_dialect_refuses_it(tmp_path: Path) -> None:
+    """GL201 is an error when the flags fit one dialect best (BLOOM's recipe with Megatron-LM's
+    recompute flags); a warning naming the forks when the script could be theirs as well (plain
+    flags plus --checkpoint-activations); nothing for a flag another dialect defines when the
+    entry point is not pretrain_*.py (tasks/main.py adds options such as --pretrained-checkpoint)."""
+    real = CORPUS / "real" / "bigscience"
+    report = lint_paths([real / "bloom-habits-on-megatron-lm.sh", real / "tr11-176b-recompute-granularity.slurm"])
+    levels = {Path(i.path).name: (i.finding.code, i.level, i.finding.message) for i in report.items}
+    code, level, message = levels["bloom-habits-on-megatron-lm.sh"]
+    assert (code, level) == ("GL201", "warning") and "fine in Megatron-DeepSpeed (microsoft)" in message
+    assert levels["tr11-176b-recompute-granularity.slurm"][:2] == ("GL201", "error")
+    script = tmp_path / "finetune.sh"
+    script.write_text("#!/bin/bash\ncat <<EOF > ds.json\n{\"train_batch_size\": 32, \"train_micro_batch_size_per_gpu\": 4}\n"
+                      "EOF\ndeepspeed --num_nodes 1 --num_gpus 8 tasks/main.py --task MNLI "
+                      "--pretrained-checkpoint ckpt --num-layers 24 --hidden-size 1024 "
+                      "--num-attention-heads 16 --micro-batch-size 4 --global-batch-size 32 "
+                      "--seq-length 512 --max-position-embeddings 512 --deepspeed --deepspeed_config ds.json\n")
+    assert [i.finding.code for i in lint_paths([script]).items] == []
+    pretrain = tmp_path / "pretrain.sh"
+    pretrain.write_text(script.read_text().replace("tasks/main.py --task MNLI", "pretrain_bert.py"))
+    assert [i.finding.code for i in lint_paths([pretrain]).items] == ["GL201"]

@@ -66,12 +66,14 @@ def test_problems_are_located(tmp_path: Path) -> None:
 
 
 def test_one_unreadable_file_does_not_hide_the_others(tmp_path: Path) -> None:
-    """A folder with a sed template that is not JSON, a binary file and a script with a planted
-    fault: the fault is reported, each unreadable file is a GL900 error and a file the script
-    names that is missing is a GL901 note, in every format (SARIF included); exit 1, not 2."""
+    """A folder with a broken JSON, a sed template no script fills, a binary file and a script
+    with a planted fault: the fault is reported, each unreadable file is a GL900 error, the
+    template and a file the script names that is missing are GL901 notes, in every format
+    (SARIF included); exit 1, not 2."""
     import json
 
     (tmp_path / "ds_config_TEMPLATE.json").write_text('{"train_batch_size": CONFIG_BATCH_SIZE}\n')
+    (tmp_path / "broken.json").write_text('{"train_batch_size": 8,,}\n')
     (tmp_path / "blob.sh").write_bytes(b"\x7fELF\x00\x01")
     (tmp_path / "train.sh").write_text(
         "#!/bin/bash\n"
@@ -85,8 +87,9 @@ def test_one_unreadable_file_does_not_hide_the_others(tmp_path: Path) -> None:
     results = json.loads(proc.stdout)["runs"][0]["results"]
     got = {(r["ruleId"], r["level"], Path(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]).name)
            for r in results}
-    assert got == {("GL002", "error", "train.sh"), ("GL900", "error", "ds_config_TEMPLATE.json"),
-                   ("GL900", "error", "blob.sh"), ("GL901", "note", "train.sh")}
+    assert got == {("GL002", "error", "train.sh"), ("GL900", "error", "broken.json"),
+                   ("GL901", "note", "ds_config_TEMPLATE.json"), ("GL900", "error", "blob.sh"),
+                   ("GL901", "note", "train.sh")}
 
 
 def test_missing_path_is_exit_2(tmp_path: Path) -> None:

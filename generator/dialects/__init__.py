@@ -284,21 +284,40 @@ def all_entries() -> tuple[Entry, ...]:
 def detect(flags: set[str], alibi: bool = False) -> Dialect:
     """The dialect a script's entry-point flags are written in: Megatron-DeepSpeed when it passes
     --deepspeed (the fork whose parser defines more of its flags; ALiBi or --checkpoint-activations
-    without --recompute-granularity: BLOOM's), MindSpeed-LLM with MindSpeed's switches, else
-    Megatron-LM (latest)."""
+    without --recompute-granularity: BLOOM's); without it, a fork whose parser defines more of
+    them than Megatron-LM's does (BLOOM's scripts run without DeepSpeed too), MindSpeed-LLM with
+    MindSpeed's switches, else Megatron-LM (latest)."""
+    forks = {fork: dialect(f"megatron-deepspeed/{fork}") for fork in MEGATRON_FORKS}
+    known = {fork: sum(f in d.catalogue for f in flags) for fork, d in forks.items()}
     if "--deepspeed" in flags:
-        forks = {fork: dialect(f"megatron-deepspeed/{fork}") for fork in MEGATRON_FORKS}
-        known = {fork: sum(f in d.catalogue for f in flags) for fork, d in forks.items()}
         if alibi or known["bigscience"] > known["microsoft"]:
             return forks["bigscience"]
         if known["bigscience"] == known["microsoft"] and "--checkpoint-activations" in flags \
                 and "--recompute-granularity" not in flags:
             return forks["bigscience"]
         return forks["microsoft"]
+    megatron_lm = dialect("megatron-lm").catalogue
     mindspeed = catalogue("mindspeed-028de58c")
-    if any(f in mindspeed and f not in dialect("megatron-lm").catalogue for f in flags):
+    own = sum(f in megatron_lm or f in mindspeed for f in flags)
+    best = max(MEGATRON_FORKS, key=lambda fork: known[fork])
+    if known[best] > own:
+        return forks[best]
+    if any(f in mindspeed and f not in megatron_lm for f in flags):
         return dialect("mindspeed-llm")
     return dialect("megatron-lm")
+
+
+def plausible(flags: set[str], detected: Dialect) -> list[Dialect]:
+    """The dialects a script's flags fit as well as the detected one (whose parsers define as
+    many of them), the detected first: a flag one of them accepts is not surely wrong."""
+    if detected.name == "mindspeed-llm":
+        return [detected]
+    names = [f"megatron-deepspeed/{fork}" for fork in MEGATRON_FORKS]
+    if "--deepspeed" not in flags:
+        names.append("megatron-lm")
+    fit = {name: sum(f in dialect(name).catalogue for f in flags) for name in names}
+    best = fit.get(detected.name, max(fit.values()))
+    return [detected] + [dialect(n) for n in names if n != detected.name and fit[n] >= best]
 
 
 def judge_flags(d: Dialect, flags: list[str], no_ops: bool = False) -> list[tuple[str, str]]:

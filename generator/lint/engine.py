@@ -7,12 +7,14 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import posixpath
+import re
 from dataclasses import dataclass, field
 
 from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.readers.deepspeed_json import read_deepspeed_json
 from generator.readers.launch import accelerate_world, read_launch
+from generator.readers.trainer_config import read_trainer_config
 from generator.rules import Fact, Finding, run_rules
 
 SCRIPT_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
@@ -96,7 +98,21 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
                 run.facts["framework"] = facts["accelerate_framework"]
             if "world_size" not in run.facts:
                 accelerate_world(run.facts)
-        for path, source in read.json_refs:
+        json_refs = list(read.json_refs)
+        for path, source in read.trainer_configs:
+            found = find(path, name)
+            if found is None:
+                problems.append((source, f"Trainer config {path.replace(UNKNOWN, '…')} not found; "
+                                         "its values are not checked"))
+                continue
+            used_json.add(found[0])
+            facts, config_problems, config = read_trainer_config(found[1], found[0])
+            problems += config_problems
+            for key, fact in facts.items():
+                run.facts.setdefault(key, fact)
+            if config is not None:
+                json_refs.append(config)
+        for path, source in json_refs:
             written = [(t, first) for target, t, first in read.written_json
                        if _same_file(target, path)]
             filled = [(template, pairs, where) for target, template, pairs, where in read.filled
@@ -147,7 +163,13 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
             # JSON no script names is checked when it looks like a DeepSpeed config or is not
             # JSON at all; other JSON (plan.json, a sweep's index.json) is not a launch file
             if ds.looks_like_deepspeed or (ds.problems and not ds.parsed):
-                (result.problems if ds.parsed else result.unreadable).extend(ds.problems)
+                if ds.parsed:
+                    result.problems += ds.problems
+                elif _TEMPLATE.search(text):  # placeholders a script fills in (sed): not a config yet
+                    result.problems += [(where, f"a config template, read only as a script fills it "
+                                                f"in ({why})") for where, why in ds.problems]
+                else:
+                    result.unreadable += ds.problems
                 result.runs.append(Run(name, {}, ds.facts))
     alternatives_of = {id(run): alternatives for run, alternatives in branched}
     for run in result.runs:
@@ -158,6 +180,7 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
     return result
 
 
+_TEMPLATE = re.compile(r'":\s*[A-Z][A-Z0-9_]{2,}\s*[,}\n]')  # "train_batch_size": CONFIG_BATCH_SIZE,
 MAX_ALTERNATIVES = 16  # readings of one script's undecided branches; more: the cautious reading
 
 

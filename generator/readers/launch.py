@@ -131,6 +131,14 @@ class LaunchRead:
     accelerate_refs: list[tuple[str, str]] = field(default_factory=list)  # accelerate configs
     problems: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
     undecided: dict = field(default_factory=dict)  # the script's undecided branches (Script.undecided)
+    trainer_configs: list[tuple[str, str]] = field(default_factory=list)  # (YAML path, source)
+
+
+def _largest(text: str | None) -> int | None:
+    """A whole number, or the largest of several (microsoft's PR-MoE gives --num-experts per
+    layer group: "64 64 128")."""
+    numbers = [_int(part) for part in (text or "").split()]
+    return max(numbers) if numbers and None not in numbers else None
 
 
 def _int(text: str | None) -> int | None:
@@ -162,7 +170,8 @@ class _Reader:
         for message_offset, message in self.script.problems:
             self.out.problems.append((self.src(message_offset), message))
         if self.script.cuts:
-            self.fact("comment_cuts", tuple(self.src(o) for o in self.script.cuts), self.script.cuts[0])
+            self.fact("command_cuts", tuple((self.src(o), kind) for o, kind in self.script.cuts),
+                      self.script.cuts[0][0])
         for command in self.script.commands:
             self.command(command)
         self.environment()
@@ -245,6 +254,9 @@ class _Reader:
         if words[0] == "sed":
             self.sed(command)
             return
+        if (words[0] or "").rsplit("/", 1)[-1] == "llamafactory-cli":
+            self.llamafactory(command)
+            return
         if words[0] == "sbatch":
             if command.heredoc is not None:  # sbatch <<EOF ... EOF: a job script inline
                 self.sbatch_header(command.heredoc[0], command.heredoc[1], embedded=True)
@@ -310,6 +322,23 @@ class _Reader:
             if python:
                 self.fact("python", rest[0].text, rest[0])
             self.entry_args(rest[entry + 1:], rest[min(entry, len(rest) - 1)])
+
+    def llamafactory(self, command: Command) -> None:
+        """``[FORCE_TORCHRUN=1 NNODES=N NPROC_PER_NODE=G] llamafactory-cli train CONFIG.yaml``:
+        LLaMA-Factory starts torchrun with NNODES and NPROC_PER_NODE from the environment and
+        reads everything else (the Trainer's arguments, the DeepSpeed config) from the YAML."""
+        argv = command.argv
+        if len(argv) < 3 or argv[1].text != "train" or not (argv[2].text or "").endswith((".yaml", ".yml")):
+            return
+        self.fact("launcher", "torchrun", argv[0])
+        self.fact("entrypoint", argv[0].text, argv[0])
+        for name, fact in (("NNODES", "launcher_nodes"), ("NPROC_PER_NODE", "procs_per_node")):
+            given = command.env.get(name)
+            if given is None and name in self.script.variables and self.script.variables[name].exported:
+                given = self.script.variables[name].scalar()
+            if given is not None:
+                self.fact(fact, _int(given.text), given)
+        self.out.trainer_configs.append((argv[2].text, self.src(argv[2])))
 
     def sed(self, command: Command) -> None:
         """``sed "s/PLACEHOLDER/$VALUE/" TEMPLATE [| sed ...] > CONFIG``: literal substitutions
@@ -418,7 +447,7 @@ class _Reader:
         for flag, name in int_flags.items():  # the table's first spelling of a value wins
             if flag in values and megatron and name not in read:
                 read.add(name)
-                self.fact(name, _int(values[flag].text), values[flag])
+                self.fact(name, _largest(values[flag].text), values[flag])
         for flag, name in switch_flags.items():
             if flag in values and megatron:
                 self.fact(name, True, values[flag])

@@ -242,7 +242,8 @@ def ds_scheduler(ds_scheduler: tuple) -> str | None:
 
 @rule("GL201", "megatron-removed-flag",
       "A Megatron flag that the script's own dialect (fork, release) removed, renamed or refuses.")
-def removed_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | None = None) -> str | None:
+def removed_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | None = None,
+                 entrypoint: str | None = None) -> str | None:
     """Each flag is judged by the dialect the script is written in (detected from what it passes:
     --deepspeed and the fork whose parser defines its flags for Megatron-DeepSpeed, MindSpeed's
     switches or an Ascend environment for MindSpeed-LLM, else current Megatron-LM): a flag that
@@ -253,7 +254,7 @@ def removed_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | Non
 
     Example: --checkpoint-activations in a Megatron-LM script (use --recompute-activations);
     --recompute-granularity full in a script for BLOOM's fork (use --checkpoint-activations)."""
-    return _judged(megatron_flags, megatron_dialect, ascend, no_ops=False)
+    return _judged(megatron_flags, megatron_dialect, ascend, no_ops=False, entrypoint=entrypoint)
 
 
 @rule("GL222", "megatron-no-op-flag",
@@ -269,16 +270,35 @@ def no_op_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | None 
     return _judged(megatron_flags, megatron_dialect, ascend, no_ops=True)
 
 
-def _judged(megatron_flags: dict, megatron_dialect: str, ascend: bool | None, no_ops: bool):
-    from generator.dialects import dialect, judge_flags
+def _judged(megatron_flags: dict, megatron_dialect: str, ascend: bool | None, no_ops: bool,
+            entrypoint: str | None = None):
+    """Flags the dialect refuses: an error when every dialect the flags fit as well refuses
+    them too, else a warning naming where they are fine. A flag defined only by another
+    dialect is left alone for an entry point other than pretrain_*.py (tasks/main.py and
+    fine-tuning scripts add options of their own)."""
+    from generator.dialects import dialect, judge_flags, plausible
+    from generator.rules.registry import Uncertain
 
     name = "mindspeed-llm" if ascend and megatron_dialect == "megatron-lm" else megatron_dialect
-    problems = judge_flags(dialect(name), list(megatron_flags), no_ops=no_ops)
+    flags = list(megatron_flags)
+    problems = judge_flags(dialect(name), flags, no_ops=no_ops)
+    own_options = entrypoint is not None and not entrypoint.rsplit("/", 1)[-1].startswith("pretrain_")
+    if own_options:
+        problems = [(flag, why) for flag, why in problems if "(only of " not in why]
     if not problems:
         return None
-    first = problems[0][0]
-    listed = "; ".join(f"{flag} {why}" for flag, why in problems)
-    return (f"{listed}", (), (first, megatron_flags[first]))
+    others = plausible(set(flags), dialect(name))[1:]
+    fine = {flag: [str(d) for d in others if flag in d.catalogue and not judge_flags(d, [flag], no_ops)]
+            for flag, _ in problems}
+    sure = [(flag, why) for flag, why in problems if not fine[flag]]
+    shown = sure or problems
+    first = shown[0][0]
+    listed = "; ".join(f"{flag} {why}" for flag, why in shown)
+    if sure or no_ops:
+        return (listed, (), (first, megatron_flags[first]))
+    where = ", ".join(dict.fromkeys(d for flag, _ in problems for d in fine[flag]))
+    return (Uncertain(f"{listed} (fine in {where}, which the script's flags fit as well: it does "
+                      "not say which it runs)"), (), (first, megatron_flags[first]))
 
 
 @rule("GL202", "query-groups-without-gqa",

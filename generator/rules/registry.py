@@ -21,6 +21,11 @@ class Fact:
 
 
 Facts = Mapping[str, Fact]
+
+
+class Uncertain(str):
+    """The message of an error-level rule that holds only under one reading of the script (it
+    does not say which framework or fork it runs): reported as a warning."""
 _UNLOCATED = ("derived", "default", "plan")
 _CONTEXT = ("framework", "gpu")  # facts that select a rule rather than take part in it
 
@@ -71,7 +76,8 @@ class Rule:
         used = [n for n in involved if facts.get(n) is not None and facts[n].value is not None]
         located = sorted(used, key=lambda n: facts[n].source in _UNLOCATED)
         values = place + tuple((n, facts[n].source) for n in located)
-        return Finding(self.code, self.name, self.severity, message, values)
+        severity = "warning" if isinstance(message, Uncertain) and self.severity == "error" else self.severity
+        return Finding(self.code, self.name, severity, str(message), values)
 
 
 

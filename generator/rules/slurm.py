@@ -37,18 +37,23 @@ def pattern_in_log_directory(output: str | None = None, error: str | None = None
             "keep the patterns in the file name, e.g. logs/%x-%j.out")
 
 
-@rule("GL307", "comment-ends-command",
-      "A comment line inside a backslash-continued command ends the command there.")
-def comment_cut(comment_cuts: tuple) -> str | None:
-    """Backslash-newline joins the lines, and the comment then runs to the end of its line, so
+@rule("GL307", "command-cut-short",
+      "A comment inside a backslash-continued command, or a backslash followed by blanks, cuts it.")
+def command_cut(command_cuts: tuple) -> str | None:
+    """Backslash-newline joins the lines, and a comment then runs to the end of its line, so
     the newline after it ends the command: the options on the lines below never reach the
-    program (it starts without them), and bash runs them as a command of their own
-    (``--lr: command not found``). Fix: move the commented-out option to the end of the
-    command, or out of it; in an array (``ARGS=( ... )``) comments are fine.
+    program, and bash runs them as a command of their own (``--lr: command not found``). A
+    backslash followed by spaces before the newline escapes a space instead: the newline ends
+    the command there, or, inside a quoted argument string, the backslash becomes an argument
+    of its own ("unrecognized arguments: \\"). Fix: move the commented-out option to the end
+    of the command or out of it (comments are fine in an array), and delete the blanks after
+    the backslash.
 
     Example: ``torchrun ... \\`` then ``  # --use-flash-attn \\`` then ``  --bf16``."""
-    if not comment_cuts:
+    if not command_cuts:
         return None
-    more = f" (and {len(comment_cuts) - 1} more)" if len(comment_cuts) > 1 else ""
-    return ("a comment inside a backslash-continued command ends it; the options on the lines "
-            f"after it are not passed{more}")
+    (where, kind), more = command_cuts[0], len(command_cuts) - 1
+    what = ("a comment inside a backslash-continued command ends it; the options on the lines "
+            "after it are not passed") if kind == "comment" else \
+        "a backslash followed by blanks does not continue the line; the command ends there"
+    return (what + (f" (and {more} more)" if more else ""), (), ("command_cuts", where))

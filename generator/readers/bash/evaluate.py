@@ -84,7 +84,7 @@ class Script:
     commands: list[Command] = field(default_factory=list)
     variables: dict[str, Var] = field(default_factory=dict)
     problems: list[tuple[int, str]] = field(default_factory=list)
-    cuts: list[int] = field(default_factory=list)  # comments that end a continued command early
+    cuts: list[tuple[int, str]] = field(default_factory=list)  # what cuts a command short (lexer)
     # branches not decided statically: offset of the if/case -> its alternatives, (arm index,
     # offset where the arm starts), (-1, None) for "no arm runs"; read_script(decide=) takes one
     undecided: dict[int, list[tuple[int, int | None]]] = field(default_factory=dict)

@@ -100,6 +100,7 @@ class Heredoc:
 
 
 _NEXT_OPTION = re.compile(r"[ \t]*-")
+_BLANKS_TO_EOL = re.compile(r"[ \t]+\n")
 
 
 class Lexer:
@@ -110,8 +111,9 @@ class Lexer:
         self.items: list = []
         self.pending: list[Heredoc] = []
         self.problems: list[tuple[int, str]] = []
-        # comments that end a backslash-continued command whose next line goes on with options
-        self.cuts: list[int] = []
+        # (offset, kind) of what cuts a command short: a comment inside a backslash-continued
+        # command whose next line goes on with options; a backslash followed by blanks at a line's end
+        self.cuts: list[tuple[int, str]] = []
         self.continued = False  # the last thing read was a backslash-newline
 
     # -- helpers -----------------------------------------------------------------------------
@@ -140,7 +142,7 @@ class Lexer:
             if c == "#":
                 end = s.find("\n", self.i)
                 if self.continued and end >= 0 and _NEXT_OPTION.match(s, end + 1):
-                    self.cuts.append(self.off())  # bash ends the command here
+                    self.cuts.append((self.off(), "comment"))  # bash ends the command here
                 self.i = len(s) if end < 0 else end
                 continue
             self.continued = False
@@ -275,6 +277,8 @@ class Lexer:
                 if self.peek(1) == "\n":
                     self.i += 2
                     continue
+                if _BLANKS_TO_EOL.match(s, self.i + 1):
+                    self.cuts.append((self.off(), "backslash"))
                 parts.append(Lit(self.peek(1), self.off(), True))
                 self.i += 2
             elif c == "'":
@@ -324,6 +328,8 @@ class Lexer:
             else:
                 if not buffer:
                     buffer_start = self.i
+                if c == "\\" and until and _BLANKS_TO_EOL.match(s, self.i + 1):
+                    self.cuts.append((self.off(), "backslash"))  # a word "\" once split
                 plain = (_QUOTED_PLAIN if until else _HEREDOC_PLAIN).match(s, self.i)
                 end = plain.end() if plain else self.i + 1
                 buffer.append(s[self.i:end])
@@ -468,7 +474,7 @@ _ALTERNATIVES = {options: re.compile("|".join(re.escape(o) for o in options))
                  for options in (OPERATORS, REDIRECTS)}  # each tuple lists longer tokens first
 
 
-def lex(text: str, base: int = 0) -> tuple[list, list[tuple[int, str]], list[int]]:
-    """(items, problems, offsets of comments that cut a continued command)."""
+def lex(text: str, base: int = 0) -> tuple[list, list[tuple[int, str]], list[tuple[int, str]]]:
+    """(items, problems, what cuts a command short: (offset, "comment" or "backslash"))."""
     lexer = Lexer(text, base)
     return lexer.run(), lexer.problems, lexer.cuts

@@ -1,6 +1,8 @@
 #!/bin/bash
 # A Megatron-LM (NVIDIA) run written with BigScience habits: --checkpoint-activations is the
-# old spelling, which current Megatron-LM refuses at start-up (use --recompute-activations).
+# old spelling, which current Megatron-LM refuses at start-up (use --recompute-activations);
+# nothing else in the script says Megatron-LM rather than a Megatron-DeepSpeed fork, where the
+# flag is fine, so it is a warning naming both.
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 GPUS_PER_NODE=8
 DISTRIBUTED_ARGS="--nproc_per_node $GPUS_PER_NODE --nnodes 1 --master_addr localhost --master_port 6000"
