@@ -4,7 +4,6 @@ own output before writing it."""
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import posixpath
 import re
@@ -155,7 +154,7 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
         scenarios = _scenarios(read.undecided)
         if scenarios:
             alternatives = [(label, run_of(name, read_launch(text, name, resolve, decide), []))
-                            for label, decide in _labelled(scenarios, read.undecided, text, name)]
+                            for label, decide in _labelled(scenarios, read.undecided)]
             branched.append((run, alternatives))
     for name, text in texts.items():
         if name.endswith(".json") and name not in used_json:
@@ -195,20 +194,10 @@ def _scenarios(undecided: dict) -> list[dict[int, int]]:
     return combos if undecided else []
 
 
-def _labelled(scenarios: list[dict[int, int]], undecided: dict, text: str, name: str):
-    """(how to name it, decide) for each combination: "the branch at line 7" and its arm."""
-    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
-
-    def line(offset: int) -> int:
-        return bisect.bisect_right(starts, offset)
-
+def _labelled(scenarios: list[dict[int, int]], undecided: dict):
+    """(how to name it, decide) for each combination: "the branch at line 7 and ..."."""
     for decide in scenarios:
-        parts = []
-        for branch, index in decide.items():
-            arm = dict(undecided[branch]).get(index)
-            parts.append(f"the branch at line {line(arm)}" if arm is not None else
-                         f"no branch of the if/case at line {line(branch)}")
-        yield " and ".join(parts), decide
+        yield " and ".join(dict(undecided[branch])[index] for branch, index in decide.items()), decide
 
 
 def _across(alternatives: list[tuple[str, Run]]) -> list[Finding]:

@@ -85,9 +85,10 @@ class Script:
     variables: dict[str, Var] = field(default_factory=dict)
     problems: list[tuple[int, str]] = field(default_factory=list)
     cuts: list[tuple[int, str]] = field(default_factory=list)  # what cuts a command short (lexer)
-    # branches not decided statically: offset of the if/case -> its alternatives, (arm index,
-    # offset where the arm starts), (-1, None) for "no arm runs"; read_script(decide=) takes one
-    undecided: dict[int, list[tuple[int, int | None]]] = field(default_factory=dict)
+    # branches not decided statically: offset of the if/case -> its alternatives as (arm index,
+    # how to name it: "the branch at line 7"), (-1, "no branch of the if at line 3") where no
+    # arm must run; read_script(decide={offset: index}) reads one of them
+    undecided: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
     first_command_offset: int | None = None
     # every file read (the script and what it sources): (base offset, name, text, line starts)
     files: list[tuple[int, str, str, list[int]]] = field(default_factory=list)
@@ -386,9 +387,12 @@ class Evaluator:
         no arm is sure to (no else, no * pattern, no arm known to hold)."""
         if not branch.open_arms or not branch.effective or branch.offset in self.script.undecided:
             return  # (an arm that only echoes and exits reads the same either way)
-        alternatives: list[tuple[int, int | None]] = [(k, branch.arms[k]) for k in branch.open_arms]
+        def line(offset: int) -> int:
+            return self.script.position(offset)[0]
+
+        alternatives = [(k, f"the branch at line {line(branch.arms[k])}") for k in branch.open_arms]
         if not branch.default and not branch.taken:
-            alternatives.append((-1, None))
+            alternatives.append((-1, f"no branch of the {branch.kind} at line {line(branch.offset)}"))
         self.script.undecided[branch.offset] = alternatives
 
     def condition_part(self, branch: _Branch, words: list, terminator: Op, depth: int) -> None:
