@@ -125,11 +125,15 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
     "GL202": [({"megatron_flags": {"--num-query-groups": "x.yaml:9:1"}, "framework": "megatron-lm"},
                {"megatron_flags": {"--num-query-groups": "x.yaml:9:1", "--group-query-attention": "x.yaml:9:1"}, "framework": "megatron-lm"},
                "--num-query-groups has no effect without --group-query-attention")],
-    "GL203": [({"tp": 2, "framework": "megatron-lm"}, {"tp": 2, "framework": "megatron-lm", "cuda_device_max_connections": "1"},
+    "GL203": [({"tp": 2, "framework": "megatron-lm", "megatron_dialect": "megatron-lm"},
+               {"tp": 2, "framework": "megatron-lm", "megatron_dialect": "megatron-lm", "cuda_device_max_connections": "1"},
                "CUDA_DEVICE_MAX_CONNECTIONS is not set"),
-              ({"tp": 2, "framework": "megatron-lm", "cuda_device_max_connections": "8"},
-               {"tp": 2, "framework": "megatron-lm", "nvidia_cc": 10.0},
+              ({"tp": 2, "framework": "megatron-lm", "megatron_dialect": "megatron-lm", "cuda_device_max_connections": "8"},
+               {"tp": 2, "framework": "megatron-lm", "megatron_dialect": "megatron-lm", "nvidia_cc": 10.0},
                "CUDA_DEVICE_MAX_CONNECTIONS is = 8"),
+              # a config file alone (GPT-NeoX's) says nothing of the environment
+              ({"tp": 2, "framework": "megatron-deepspeed", "megatron_dialect": "megatron-lm"},
+               {"tp": 2, "framework": "megatron-deepspeed"}, "CUDA_DEVICE_MAX_CONNECTIONS is not set"),
               # microsoft's fork: only with --sequence-parallel (or without --deepspeed) ...
               ({"tp": 2, "framework": "megatron-deepspeed", "megatron_dialect": "megatron-deepspeed/microsoft",
                 "sequence_parallel": True, "deepspeed_flag": True},

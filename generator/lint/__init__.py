@@ -11,6 +11,7 @@ from generator.errors import UserError
 from generator.lint.discover import discover, looks_like_accelerate_config, looks_like_spec, read_text
 from generator.lint.engine import lint_texts
 from generator.lint.report import Located, locate
+from generator.readers.neox_config import looks_like_neox_config
 
 _NOQA = re.compile(r"gen-launch:\s*noqa(?::?\s*(?P<codes>[A-Z]{2}\d{3}(?:[\s,]+[A-Z]{2}\d{3})*))?")
 
@@ -36,7 +37,8 @@ def gather(paths: list[Path], specs: list[Path] | None = None):
         text, why = read_text(path)
         if text is None:
             problems.append((str(path), why))
-        elif path.suffix not in (".yaml", ".yml") or looks_like_accelerate_config(text):
+        elif path.suffix not in (".yaml", ".yml") or looks_like_accelerate_config(text) or \
+                looks_like_neox_config(text):
             texts[str(path)] = text
         elif specs is not None and looks_like_spec(text):
             specs.append(path)

@@ -13,6 +13,7 @@ from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.readers.deepspeed_json import read_deepspeed_json
 from generator.readers.launch import accelerate_world, read_launch
+from generator.readers.neox_config import looks_like_neox_config, read_neox_config
 from generator.readers.trainer_config import read_trainer_config
 from generator.rules import Fact, Finding, run_rules
 
@@ -170,6 +171,12 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
                 else:
                     result.unreadable += ds.problems
                 result.runs.append(Run(name, {}, ds.facts))
+    for name, text in texts.items():
+        if name.endswith((".yml", ".yaml")) and name not in used_json and looks_like_neox_config(text):
+            facts, problems = read_neox_config(text, name)
+            result.unreadable += problems
+            if facts:
+                result.runs.append(Run(name, facts))
     alternatives_of = {id(run): alternatives for run, alternatives in branched}
     for run in result.runs:
         if id(run) in alternatives_of:

@@ -429,7 +429,10 @@ class _Reader:
             texts, found = trainer_texts, dialect("trainer")
         else:
             found = _dialect_of_words(texts)
-        options, _ = split(texts, _arity_in(found))
+        options, stray = split(texts, _arity_in(found))
+        if stray and (texts[stray[0]] or "").endswith((".yaml", ".yml")) and stray[0] == 0:
+            # `torchrun src/train.py config.yaml`: the Trainer's arguments in a YAML (LLaMA-Factory)
+            self.out.trainer_configs.append((texts[0], self.src(args[0])))
         flags: dict[str, str] = {}
         values: dict[str, Field] = {}
         for option in options:

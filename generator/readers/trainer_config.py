@@ -21,6 +21,8 @@ def read_trainer_config(text: str, file: str) -> tuple[dict[str, Fact], list[tup
     if not isinstance(doc.data, dict):
         return {}, [(file, "a Trainer config is a YAML mapping")], None
     facts: dict[str, Fact] = {}
+    if not any(entry.flag[2:] in doc.data for entry in dialect("trainer").entries):
+        return {}, [], None  # not a Trainer config (no TrainingArguments key)
     for entry in dialect("trainer").entries:
         key = entry.flag[2:]
         value = doc.data.get(key)

@@ -333,7 +333,8 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
 
     Example: --tensor-model-parallel-size 2 on H100 without export
     CUDA_DEVICE_MAX_CONNECTIONS=1."""
-    if framework not in ("megatron-lm", "megatron-deepspeed") or cuda_device_max_connections == "1":
+    if framework not in ("megatron-lm", "megatron-deepspeed") or cuda_device_max_connections == "1" or \
+            megatron_dialect is None:  # (a config file alone, e.g. GPT-NeoX's, has no environment)
         return None
     if gpu_vendor and gpu_vendor != "nvidia":
         return None
