@@ -120,6 +120,8 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
                "a comment inside a backslash-continued command ends it"),
               ({"command_cuts": (("x.yaml:9:3", "backslash"), ("x.yaml:12:3", "comment"))}, {"command_cuts": ()},
                "a backslash followed by blanks does not continue the line; the command ends there (and 1 more)")],
+    "GL308": [({"sbatch_invalid_directives": (("<ACCOUNT>", "x.yaml:2:1"),)}, {"sbatch_invalid_directives": ()},
+               "sbatch refuses the script: '<ACCOUNT>' on an #SBATCH line is not an option")],
     "GL900": [({"unreadable_file": "binary file"}, {}, "cannot read: binary file")],
     "GL901": [({"not_checked": "DeepSpeed config ds.json not found"}, {}, "not checked: DeepSpeed config ds.json")],
     "GL202": [({"megatron_flags": {"--num-query-groups": "x.yaml:9:1"}, "framework": "megatron-lm"},

@@ -87,6 +87,21 @@ def test_sbatch_test_only_can_fail(slurm, tmp_path: Path) -> None:
     assert proc.returncode != 0
 
 
+@pytest.mark.parametrize("first_line", ["#SBATCH <ACCOUNT> --nodes=2", "#SBATCH --job-name=x --nodes=2"])
+def test_lint_and_sbatch_agree_on_directives(slurm, tmp_path: Path, first_line: str) -> None:
+    """GL308 exactly when real sbatch refuses an #SBATCH line ("Invalid directive"); several
+    options on one line are fine for both."""
+    from generator.lint import lint_paths
+
+    script = tmp_path / "job.sbatch"
+    script.write_text(f"#!/bin/bash\n{first_line}\n#SBATCH --ntasks-per-node=1\nhostname\n")
+    proc = subprocess.run(["sbatch", "--test-only", str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, check=False)
+    refused = "Invalid directive" in proc.stderr
+    assert refused == (proc.returncode != 0) == first_line.startswith("#SBATCH <")
+    assert ("GL308" in [i.finding.code for i in lint_paths([script]).items]) == refused
+
+
 def submit(workdir: Path, script: Path, directly: bool = False) -> str:
     """``sbatch --parsable SCRIPT``, or ``bash SCRIPT --parsable``: the script then creates its
     log folder and submits itself."""

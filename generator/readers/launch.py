@@ -186,6 +186,7 @@ class _Reader:
             first = self.script.first_command_offset
             first_line = self.script.position(first)[0] if first is not None else None
         late: list[str] = []
+        invalid: list[tuple[str, str]] = []
         options: dict[str, tuple[str | None, int]] = {}
         offset = base
         heredocs = [] if embedded else [(c.heredoc[1], c.heredoc[1] + len(c.heredoc[0]))
@@ -202,6 +203,8 @@ class _Reader:
                         words = shlex.split(stripped[len("#SBATCH"):], comments=True)
                     except ValueError:
                         words = stripped[len("#SBATCH"):].split()
+                    if words and not words[0].startswith("-"):  # sbatch: "Invalid directive"
+                        invalid.append((words[0], self.src(offset + line.index("#SBATCH"))))
                     for name, value in _options(words):
                         options[name] = (value, offset + line.index("#SBATCH"))
             elif embedded and stripped and not stripped.startswith("#") and first_line is None:
@@ -209,6 +212,8 @@ class _Reader:
             offset += len(line)
         if late and not embedded:
             self.out.facts["sbatch_late_lines"] = Fact(tuple(late), late[0])
+        if invalid:
+            self.out.facts["sbatch_invalid_directives"] = Fact(tuple(invalid), invalid[0][1])
         self.allocation(options, "sbatch")
 
     def allocation(self, options: dict[str, tuple[str | None, int]], prefix: str) -> None:

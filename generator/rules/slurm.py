@@ -57,3 +57,20 @@ def command_cut(command_cuts: tuple) -> str | None:
             "after it are not passed") if kind == "comment" else \
         "a backslash followed by blanks does not continue the line; the command ends there"
     return (what + (f" (and {more} more)" if more else ""), (), ("command_cuts", where))
+
+
+@rule("GL308", "sbatch-invalid-directive",
+      "An #SBATCH line must start with an option; sbatch refuses the whole script otherwise.")
+def invalid_directive(sbatch_invalid_directives: tuple) -> str | None:
+    """sbatch reads each ``#SBATCH`` line before the first command as options; a line whose
+    first word is not one (a template's ``<ACCOUNT>`` left in, a stray word) stops the
+    submission with ``sbatch: error: Invalid directive found in batch script: <ACCOUNT>``
+    (Slurm 22.05, checked with ``sbatch --test-only`` on the test cluster). Fix: fill in or
+    delete the placeholder; put comments on lines of their own (``## ...``).
+
+    Example: ``#SBATCH <ACCOUNT> --nodes=512``."""
+    if not sbatch_invalid_directives:
+        return None
+    word, where = sbatch_invalid_directives[0]
+    return (f"sbatch refuses the script: {word!r} on an #SBATCH line is not an option (\"Invalid "
+            "directive found in batch script\")", (), ("sbatch_invalid_directives", where))
