@@ -322,7 +322,10 @@ class Evaluator:
     def assign(self, name: str, values: list[list[Seg]], exported: bool, offset: int,
                append: bool = False, array: bool = False) -> None:
         old = self.vars.get(name)
-        if self.mode() == "maybe":  # a branch that may not run: the earlier value may stand
+        mode = self.mode()
+        if mode == "skip":  # (a ${X:=default} in the test of a branch that cannot run)
+            return
+        if mode == "maybe":  # a branch that may not run: the earlier value may stand
             self.mark_effective()
             if old is None:
                 line = self.script.position(offset)[0]
