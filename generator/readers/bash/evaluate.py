@@ -3,7 +3,9 @@ heredocs, `bash -c`/`eval` strings, in source order. ``if``/``elif``/``else`` an
 decided where their test or subject is known from the script (only the branch bash would take
 runs); an undecided branch may or may not run, so what it assigns leaves a variable's earlier
 value in place, or unknown ("depends on a branch") where it had none: an argument loop over
-``$@`` keeps its defaults instead of its last ``case`` arm. Loop bodies run once. Command
+``$@`` keeps its defaults instead of its last ``case`` arm. Each undecided branch is recorded
+with its alternatives (``Script.undecided``), and ``read_script(decide=...)`` reads one of
+them, so the linter can read every alternative. Loop bodies run once. Command
 substitutions and values from the environment stay unknown. Nothing is executed. Budgets bound
 hostile input (commands, nesting, value sizes)."""
 
@@ -128,7 +130,6 @@ class _Branch:
     mode: str = "run"
     taken: bool = False
     uncertain: bool = False
-    test: bool | None = None
     in_condition: bool = False
     negate: bool = False
     parts: list[tuple[bool | None, str]] = field(default_factory=list)
@@ -136,7 +137,7 @@ class _Branch:
     expect_pattern: bool = False
     patterns: list[str | None] = field(default_factory=list)
     arms: list[int] = field(default_factory=list)  # where each arm started
-    open_arms: list[int | None] = field(default_factory=list)  # the arms that may run, if not decided
+    open_arms: list[int] = field(default_factory=list)  # the arms that may run, if not decided
     default: bool = False  # an else or a * pattern: some arm always runs
     effective: bool = False  # an undecided arm assigns or runs something the readers use
 
