@@ -323,3 +323,19 @@ def test_microsoft_moe_round_trip(tmp_path: Path, etp) -> None:
     _write(tmp_path / "out", files)
     spec = yaml.safe_load(import_paths([tmp_path / "out"]).text)
     assert spec["parallelism"]["etp"] == (etp or 2)
+
+
+@pytest.mark.parametrize("folder,expected", [
+    ("clm", {"batch.micro_batch_size": 4, "batch.gradient_accumulation_steps": 2, "training.precision": "bf16"}),
+    ("dashes", {"batch.micro_batch_size": 4, "batch.gradient_accumulation_steps": 4, "training.precision": "bf16"}),
+])
+def test_trainer_script_with_its_deepspeed_config_imports_the_trainer_batch(folder: str, expected: dict) -> None:
+    """A Trainer entry point under the DeepSpeed launcher or torchrun (TrainingArguments in either
+    spelling, --deepspeed naming a config of "auto" values): the batch and precision come from
+    the Trainer's arguments, and --deepspeed PATH is not left in extra_args (the spec writes its
+    own ds_config.json)."""
+    imported = import_paths([ROOT / "tests" / "lint_corpus" / "real" / "trainer" / folder])
+    spec = yaml.safe_load(imported.text)
+    assert {path: _value(spec, path) for path in expected} == expected
+    assert spec["framework"] == "deepspeed"
+    assert not any(str(w).startswith("--deepspeed") for w in spec["launch"].get("extra_args") or [])

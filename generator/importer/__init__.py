@@ -83,9 +83,12 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     words = _entry_words(facts)
     # Megatron and Trainer flags map to spec fields; a plain DeepSpeed script's arguments are its own
     ascend = "ascend" in facts and facts["ascend"].value
-    trainer = "--per_device_train_batch_size" in words
-    if trainer:
-        extra = read_trainer(_without_deepspeed_config(words), draft)
+    trainer = "trainer" in facts and facts["trainer"].value is True
+    if trainer:  # TrainingArguments (either spelling); its --deepspeed PATH is the JSON read below
+        from generator.readers.launch import trainer_words
+
+        words = trainer_words(words) or words
+        extra = read_trainer(_without_deepspeed_config(words, trainer=True), draft)
     elif framework in ("deepspeed", "fsdp"):
         extra = _without_deepspeed_config(words)
     else:
@@ -182,14 +185,17 @@ def _runtime_words(extra: list[str | None], facts, draft: Draft) -> list:
     return out
 
 
-def _without_deepspeed_config(words: list[str | None]) -> list[str | None]:
+def _without_deepspeed_config(words: list[str | None], trainer: bool = False) -> list[str | None]:
+    """The words without the DeepSpeed config's name (``--deepspeed_config``, and for the
+    Trainer ``--deepspeed``): the spec's ds_config.json takes its place."""
+    flags = ("--deepspeed_config", "--deepspeed-config") + (("--deepspeed",) if trainer else ())
     out, skip = [], False
     for word in words:
         if skip:
             skip = False
-        elif word in ("--deepspeed_config", "--deepspeed-config"):
+        elif word in flags:
             skip = True
-        elif not (word or "").startswith(("--deepspeed_config=", "--deepspeed-config=")):
+        elif not (word or "").startswith(tuple(f"{f}=" for f in flags)):
             out.append(word)
     return out
 

@@ -55,7 +55,7 @@ def _substitutions(script: str) -> list[tuple[str, str | None]]:
     return out
 
 
-def _trainer_words(texts: list[str | None]) -> list[str | None] | None:
+def trainer_words(texts: list[str | None]) -> list[str | None] | None:
     """The words of a Hugging Face Trainer entry point, each TrainingArguments flag under its
     field's name (HfArgumentParser also takes ``--per-device-train-batch-size``); None when the
     words are not a Trainer's: no TrainingArguments flag spelled with an underscore (Megatron's
@@ -427,7 +427,7 @@ class _Reader:
         self.fact("entry_argv", tuple(a.text for a in args), entry)
         self.fact("entry_argv_runtime", tuple(runtime_text(a) for a in args), entry)
         texts = [a.text for a in args]
-        trainer_texts = _trainer_words(texts)
+        trainer_texts = trainer_words(texts)
         if trainer_texts is not None:  # TrainingArguments, each flag as its own name
             from generator.dialects import dialect
 
