@@ -45,6 +45,8 @@ class Field:
     text: str | None
     offset: int
     note: str | None = None
+    # where the pieces of a joined field were written: (position in text, offset in the file)
+    pieces: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
 
 
 Seg = Field  # a piece of a value: same shape, joined into fields by expansion
@@ -65,7 +67,11 @@ def join(segs: list[Seg]) -> Field:
     """Segments -> one field; unknown pieces become UNKNOWN inside the text."""
     text = "".join(UNKNOWN if s.text is None else s.text for s in segs)
     notes = "; ".join(dict.fromkeys(s.note for s in segs if s.note)) or None
-    return Field(text, segs[0].offset if segs else 0, notes)
+    pieces, position = [], 0
+    for seg in segs:
+        pieces.append((position, seg.offset))
+        position += 1 if seg.text is None else len(seg.text)
+    return Field(text, segs[0].offset if segs else 0, notes, tuple(pieces))
 
 
 @dataclass
@@ -542,16 +548,17 @@ class Evaluator:
             return
         if name not in INERT:
             self.mark_effective()
-        heredoc = None
+        heredoc, pieces = None, ()
         for r in redirects:
             if r.heredoc is not None:
-                heredoc = (self.heredoc_text(r.heredoc.parts, depth), r.heredoc.body_offset)
+                body, pieces = self.heredoc_text(r.heredoc.parts, depth)
+                heredoc = (body, r.heredoc.body_offset)
         self.script.commands.append(Command(
             argv, env, items[0].offset,
             [(r.op, join(self.expand_text(r.target.parts, depth)) if r.target else None)
              for r in redirects],
             heredoc, depth, self.piped))
-        self.nested(argv, depth, heredoc)
+        self.nested(argv, depth, heredoc, pieces)
 
     def array_values(self, w: ArrayAssign, depth: int) -> list[list[Seg]]:
         return [[Seg(f.text, f.offset, f.note)] for word in w.words for f in self.expand_word(word, depth)]
@@ -588,12 +595,19 @@ class Evaluator:
                 if var is not None:
                     var.exported = var.exported or exported
 
-    def heredoc_text(self, parts: list, depth: int) -> str:
-        """A heredoc body with its expansions; unknown values become the marker ``<unknown>``
-        so the lines keep their numbers."""
-        return "".join("<unknown>" if s.text is None else s.text for s in self.expand_text(parts, depth))
+    def heredoc_text(self, parts: list, depth: int) -> tuple[str, tuple[tuple[int, int], ...]]:
+        """A heredoc body with its expansions (unknown values become the marker ``<unknown>``),
+        and where its pieces were written (as Field.pieces)."""
+        texts, pieces, position = [], [], 0
+        for seg in self.expand_text(parts, depth):
+            text = "<unknown>" if seg.text is None else seg.text
+            texts.append(text)
+            pieces.append((position, seg.offset))
+            position += len(text)
+        return "".join(texts), tuple(pieces)
 
-    def nested(self, argv: list[Field], depth: int, heredoc: tuple[str, int] | None) -> None:
+    def nested(self, argv: list[Field], depth: int, heredoc: tuple[str, int] | None,
+               heredoc_pieces: tuple[tuple[int, int], ...] = ()) -> None:
         """Strings run by `bash -c`, `sh -c`, `eval`, and an `sbatch <<EOF` script."""
         words = [f.text for f in argv]
         code: Field | None = None
@@ -610,11 +624,11 @@ class Evaluator:
             if positional is not None:
                 self.positional = positional
             try:
-                self.run_text(code.text, code.offset, depth + 1)
+                self.run_text(code.text, code.offset, depth + 1, pieces=code.pieces)
             finally:
                 self.positional = saved
         if heredoc is not None and words and words[0] == "sbatch" and depth < MAX_DEPTH:
-            self.run_text(heredoc[0], heredoc[1], depth + 1, in_place=True)
+            self.run_text(heredoc[0], heredoc[1], depth + 1, pieces=heredoc_pieces, in_place=True)
 
     def source(self, path: Field, depth: int) -> None:
         """Follow `source FILE` when the caller can resolve it (another file being linted)."""
@@ -628,29 +642,46 @@ class Evaluator:
         self.script.cuts += cuts
         self.run(items, depth + 1)
 
-    def run_text(self, text: str, offset: int, depth: int, in_place: bool = False) -> None:
-        """Run code held in a string. ``in_place``: the text is a heredoc body at ``offset``, so
-        its lines are the file's lines; otherwise every position is the string's own place."""
-        items, problems, cuts = lex(text, offset if in_place else 0)
-        if in_place:
-            self.script.cuts += cuts
-        else:
-            for item in items:
-                _rebase(item, offset)
-        self.script.problems += [(offset if not in_place else o, message) for o, message in problems]
+    def run_text(self, text: str, offset: int, depth: int, in_place: bool = False,
+                 pieces: tuple[tuple[int, int], ...] = ()) -> None:
+        """Run code held in a string: each position goes back to where that piece of the string
+        was written (``pieces``); without them, to ``offset`` + the position for a heredoc body
+        (``in_place``: its lines are the file's) or to the string's place."""
+        items, problems, cuts = lex(text, 0)
+        where = _placer(pieces, offset, in_place)
+        for item in items:
+            _rebase(item, where)
+        self.script.problems += [(where(o), message) for o, message in problems]
+        self.script.cuts += [(where(o), kind) for o, kind in cuts]
         self.run(items, depth)
 
 
-def _rebase(item: object, offset: int) -> None:
-    """Move every offset of a re-lexed item to ``offset`` (the string it came from)."""
+def _placer(pieces: tuple[tuple[int, int], ...], offset: int, shift: bool = False):
+    """Position in a string -> offset in the file: within the piece it falls in, counted from
+    where that piece was written (approximate inside escapes); without pieces, ``offset`` (+ the
+    position when ``shift``)."""
+    starts = [start for start, _ in pieces]
+
+    def where(position: int) -> int:
+        k = bisect.bisect_right(starts, position) - 1
+        if k < 0:
+            return offset + position if shift else offset
+        start, written = pieces[k]
+        return written + (position - start)
+
+    return where
+
+
+def _rebase(item: object, where) -> None:
+    """Move every offset of a re-lexed item back into the file (``where(position)``)."""
     if hasattr(item, "offset"):
-        item.offset = offset
+        item.offset = where(item.offset)
     for name in ("parts", "words", "arg"):
         for child in getattr(item, name, None) or []:
-            _rebase(child, offset)
+            _rebase(child, where)
     target = getattr(item, "target", None)
     if target is not None:
-        _rebase(target, offset)
+        _rebase(target, where)
 
 
 def read_script(text: str, name: str = "-", resolve_source=None,
