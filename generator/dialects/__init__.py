@@ -320,11 +320,12 @@ def plausible(flags: set[str], detected: Dialect) -> list[Dialect]:
     return [detected] + [dialect(n) for n in names if n != detected.name and fit[n] >= best]
 
 
-def judge_flags(d: Dialect, flags: list[str], no_ops: bool = False) -> list[tuple[str, str]]:
+def judge_flags(d: Dialect, flags: list[str], no_ops: bool = False,
+                elsewhere: bool = True) -> list[tuple[str, str]]:
     """[(flag, why it fails)] for the flags that ``d`` refuses: refused by its validation
-    (``refused``), renamed, or defined only by another release or fork. A flag no Megatron
-    parser defines is left alone (an entry point may add options of its own). With ``no_ops``:
-    the flags it accepts and ignores instead (``refused`` entries marked ``note``)."""
+    (``refused``), renamed, or (``elsewhere``) defined only by another release or fork. A flag
+    no Megatron parser defines is left alone (an entry point may add options of its own). With
+    ``no_ops``: the flags it accepts and ignores instead (``refused`` entries marked ``note``)."""
     out = []
     for flag in flags:
         entry = d.refused.get(flag)
@@ -338,10 +339,8 @@ def judge_flags(d: Dialect, flags: list[str], no_ops: bool = False) -> list[tupl
             continue
         elif flag in d.renamed:
             out.append((flag, f"was removed from {d.title}; use {d.renamed[flag]}"))
-        else:
-            elsewhere = defined_by(flag)
-            if elsewhere:
-                out.append((flag, f"is not an option of {d} (only of {', '.join(elsewhere)})"))
+        elif elsewhere and (others := defined_by(flag)):
+            out.append((flag, f"is not an option of {d} (only of {', '.join(others)})"))
     return out
 
 

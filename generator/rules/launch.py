@@ -281,10 +281,8 @@ def _judged(megatron_flags: dict, megatron_dialect: str, ascend: bool | None, no
 
     name = "mindspeed-llm" if ascend and megatron_dialect == "megatron-lm" else megatron_dialect
     flags = list(megatron_flags)
-    problems = judge_flags(dialect(name), flags, no_ops=no_ops)
     own_options = entrypoint is not None and not entrypoint.rsplit("/", 1)[-1].startswith("pretrain_")
-    if own_options:
-        problems = [(flag, why) for flag, why in problems if "(only of " not in why]
+    problems = judge_flags(dialect(name), flags, no_ops=no_ops, elsewhere=not own_options)
     if not problems:
         return None
     others = plausible(set(flags), dialect(name))[1:]
