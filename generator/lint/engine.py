@@ -80,16 +80,23 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
     # scripts that source others first, so that a sourced file is read as part of its script
     scripts = sorted((n for n, t in texts.items() if not n.endswith(".json") and is_script(n, t)),
                      key=lambda n: "source " not in texts[n])
+
+    def named(path: str, what: str, source: str, near: str, problems: list) -> tuple[str, str] | None:
+        """The file a script names (marked as read with it), or a note that it is not there."""
+        found = find(path, near)
+        if found is None:
+            problems.append((source, f"{what} {path.replace(UNKNOWN, '…')} not found; its values "
+                                     "are not checked"))
+        else:
+            used_json.add(found[0])
+        return found
+
     def run_of(name: str, read, problems: list) -> Run:
         """The run a reading of a script implies, with the configs it names or writes."""
         run = Run(name, dict(read.facts))
         for path, source in read.accelerate_refs:
-            found = find(path, name)
-            if found is None:
-                problems.append((source, f"accelerate config {path.replace(UNKNOWN, '…')} "
-                                         "not found; its values are not checked"))
+            if (found := named(path, "accelerate config", source, name, problems)) is None:
                 continue
-            used_json.add(found[0])
             facts, accelerate_problems = read_accelerate_config(found[1], found[0])
             problems += accelerate_problems
             for key, fact in facts.items():
@@ -100,12 +107,8 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
                 accelerate_world(run.facts)
         json_refs = list(read.json_refs)
         for path, source in read.trainer_configs:
-            found = find(path, name)
-            if found is None:
-                problems.append((source, f"Trainer config {path.replace(UNKNOWN, '…')} not found; "
-                                         "its values are not checked"))
+            if (found := named(path, "Trainer config", source, name, problems)) is None:
                 continue
-            used_json.add(found[0])
             facts, config_problems, config = read_trainer_config(found[1], found[0])
             problems += config_problems
             for key, fact in facts.items():
@@ -119,21 +122,14 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
                       if target is not None and _same_file(target, path)]
             if filled:
                 template, pairs, where = filled[-1]
-                found = find(template, name)
-                if found is None:
-                    problems.append((where, f"config template {template.replace(UNKNOWN, '…')} "
-                                            "not found; its values are not checked"))
+                if (found := named(template, "config template", where, name, problems)) is None:
                     continue
-                used_json.add(found[0])
                 ds = read_deepspeed_json(fill(found[1], pairs), found[0])
             elif written:
                 ds = read_deepspeed_json(written[-1][0], name, written[-1][1])
-            elif (found := find(path, name)) is not None:
-                used_json.add(found[0])
+            elif (found := named(path, "DeepSpeed config", source, name, problems)) is not None:
                 ds = read_deepspeed_json(found[1], found[0])
             else:
-                problems.append((source, f"DeepSpeed config {path.replace(UNKNOWN, '…')} not "
-                                         "found; its values are not checked"))
                 continue
             problems += ds.problems
             run.ds_facts.update(ds.facts)
