@@ -5,19 +5,15 @@ Read as YAML data only (safe loader, nothing constructed or run)."""
 from __future__ import annotations
 
 from generator.dialects.keyed import keyed_dialect
-from generator.errors import UserError
+from generator.readers.yaml_config import read_mapping
 from generator.rules.registry import Fact
-from generator.spec.load import load_yaml
 
 
 def read_accelerate_config(text: str, file: str) -> tuple[dict[str, Fact], list[tuple[str, str]]]:
     """(facts, problems)."""
-    try:
-        doc = load_yaml(text, file)
-    except UserError as exc:
-        return {}, [(str(exc.location or file), f"not readable as an accelerate config: {exc.message}")]
-    if not isinstance(doc.data, dict):
-        return {}, [(file, "an accelerate config is a YAML mapping")]
+    doc, problems = read_mapping(text, file, "accelerate config", "an")
+    if doc is None:
+        return {}, problems
     facts: dict[str, Fact] = {}
     for name, path, _ in keyed_dialect("accelerate").read_paths():  # accelerate.yaml's keys
         node = doc.data

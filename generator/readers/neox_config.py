@@ -5,9 +5,8 @@ pipeline). Read as YAML data only (safe loader)."""
 
 from __future__ import annotations
 
-from generator.errors import UserError
+from generator.readers.yaml_config import read_mapping
 from generator.rules.registry import Fact
-from generator.spec.load import load_yaml
 
 # NeoX key -> fact
 _KEYS = {"model_parallel_size": "tp", "pipe_parallel_size": "pp", "num_layers": "num_layers",
@@ -25,12 +24,9 @@ def looks_like_neox_config(text: str) -> bool:
 
 def read_neox_config(text: str, file: str) -> tuple[dict[str, Fact], list[tuple[str, str]]]:
     """(facts, problems)."""
-    try:
-        doc = load_yaml(text, file)
-    except UserError as exc:
-        return {}, [(str(exc.location or file), f"not readable as a GPT-NeoX config: {exc.message}")]
-    if not isinstance(doc.data, dict):
-        return {}, [(file, "a GPT-NeoX config is a YAML mapping")]
+    doc, problems = read_mapping(text, file, "GPT-NeoX config")
+    if doc is None:
+        return {}, problems
     keys = {str(k).replace("-", "_"): k for k in doc.data}
     # Megatron's model on DeepSpeed's engine; the world comes from deepy.py's hostfile (unknown)
     facts: dict[str, Fact] = {"framework": Fact("megatron-deepspeed", file)}

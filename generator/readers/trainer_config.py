@@ -4,9 +4,8 @@ TrainingArguments keys are the Trainer's flags without ``--`` (trainer.yaml's ta
 
 from __future__ import annotations
 
-from generator.errors import UserError
+from generator.readers.yaml_config import read_mapping
 from generator.rules.registry import Fact
-from generator.spec.load import load_yaml
 
 
 def read_trainer_config(text: str, file: str) -> tuple[dict[str, Fact], list[tuple[str, str]],
@@ -14,12 +13,9 @@ def read_trainer_config(text: str, file: str) -> tuple[dict[str, Fact], list[tup
     """(facts, problems, (DeepSpeed config path, where it is named) or None)."""
     from generator.dialects import dialect
 
-    try:
-        doc = load_yaml(text, file)
-    except UserError as exc:
-        return {}, [(str(exc.location or file), f"not readable as a Trainer config: {exc.message}")], None
-    if not isinstance(doc.data, dict):
-        return {}, [(file, "a Trainer config is a YAML mapping")], None
+    doc, problems = read_mapping(text, file, "Trainer config")
+    if doc is None:
+        return {}, problems, None
     facts: dict[str, Fact] = {}
     if not any(entry.flag[2:] in doc.data for entry in dialect("trainer").entries):
         return {}, [], None  # not a Trainer config (no TrainingArguments key)
