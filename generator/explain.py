@@ -41,6 +41,8 @@ def explain_text(plan: Plan) -> str:
         f"{s.name}: {s.framework} on {s.cluster.nodes} × {s.cluster.gpus_per_node} "
         f"{s.cluster.gpu} (from {s.source})",
         "",
+        *_model_lines(plan),
+        "",
         "Derivation",
         *(f"  {line}" for line in plan.derivation),
         "",
@@ -77,6 +79,29 @@ def explain_text(plan: Plan) -> str:
     if plan.warnings:
         lines += ["", "Warnings", *(f"  - {warning}" for warning in plan.warnings)]
     return "\n".join(lines) + "\n"
+
+
+def _model_lines(plan: Plan) -> list[str]:
+    """The architecture in one line, and the parameters: as published, plus the vocabulary
+    padding the framework builds."""
+    from generator.estimate.params import count_params
+    from generator.estimate.plan import shape_of
+    from generator.spec.architecture import architecture_line
+
+    m = plan.model
+    params = count_params(shape_of(plan))
+    count = f"  {params.published:,} parameters"
+    if params.vocab_padding:
+        count += (f" + {params.vocab_padding:,} of vocabulary padding ({m.vocab_size:,} → "
+                  f"{plan.padded_vocab_size:,} rows, a multiple of {m.make_vocab_size_divisible_by} × tp "
+                  f"{plan.tp}) = {params.total:,} built")
+    if m.preset:
+        from generator import presets
+
+        published = presets.models()[m.preset].get("published", {})
+        if published.get("params") == params.published and published.get("exact", True):
+            count += f"; {m.preset} as released ({published['source']})"
+    return [f"Model ({m.preset or 'custom'})", f"  {architecture_line(m, plan.ep)}", count]
 
 
 def _advice(plan: Plan) -> list[str]:
@@ -116,14 +141,13 @@ def _largest_fitting_micro(plan: Plan) -> int | None:
     from dataclasses import replace
 
     from generator.estimate.memory import estimate_memory
-    from generator.estimate.params import Shape
-    from generator.estimate.plan import layout_of
+    from generator.estimate.plan import layout_of, shape_of
 
     capacity = plan.gpu["memory_gib"]
     if capacity is None:
         return None
     per_rank = plan.global_batch_size // plan.dp
-    shape, layout = Shape.of(plan.model), layout_of(plan)
+    shape, layout = shape_of(plan), layout_of(plan)
     fitting = [m for m in range(1, min(per_rank, 64) + 1) if per_rank % m == 0 and estimate_memory(
         shape, replace(layout, micro_batch_size=m, num_microbatches=per_rank // m), capacity).fits]
     return max(fitting) if fitting else None

@@ -119,6 +119,6 @@ def test_readback_catches_a_drifted_template(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(RenderMismatch) as err:
         render.render_all(plan)
     assert ("ds_config.json:3:37: GL004 DeepSpeed micro batch 4 ≠ --micro-batch-size 2 "
-            "[ds_micro_batch_size at ds_config.json:3:37, micro_batch_size at megatron_args.sh:19:22]"
+            "[ds_micro_batch_size at ds_config.json:3:37, micro_batch_size at megatron_args.sh:25:22]"
             in str(err.value))
     assert "ds_config.json:3:37: ds_micro_batch_size = 4, plan has 2" in str(err.value)

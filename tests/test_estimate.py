@@ -22,7 +22,7 @@ from generator.estimate.memory import (
 )
 from generator.estimate.params import Shape, count_params
 from generator.estimate.performance import iteration_time, step_flops
-from generator.spec.model import load_spec
+from generator.spec.model import load_spec, model_from
 
 from .conftest import SAMPLES
 from .helpers import plan_of, spec_dict
@@ -130,21 +130,49 @@ def test_sc21_parameter_column() -> None:
         assert count_params(sc21_shape(heads, hidden, layers)).total / 1e9 == pytest.approx(params_b, abs=0.06)
 
 
-PUBLISHED_SIZES_B = {"gpt3-13b": 13.0, "gpt3-175b": 175.0, "llama2-7b": 6.74, "llama2-70b": 68.98,
-                     "llama3-8b": 8.03, "llama3-70b": 70.55, "llama3.1-405b": 405.85, "mixtral-8x7b": 46.70,
-                     "bloom-176b": 176.25, "gpt-neox-20b": 20.55}
+# the released checkpoints' counts, independent of models.yaml (safetensors totals on the Hub)
+RELEASED = {"llama2-7b": 6_738_415_616, "llama2-13b": 13_015_864_320, "llama2-70b": 68_976_648_192,
+            "llama3-8b": 8_030_261_248, "llama3-70b": 70_553_706_496, "llama3.1-8b": 8_030_261_248,
+            "llama3.1-70b": 70_553_706_496, "llama3.1-405b": 405_853_388_800,
+            "llama3.2-1b": 1_235_814_400, "llama3.2-3b": 3_212_749_824, "mistral-7b": 7_241_732_096,
+            "mixtral-8x7b": 46_702_792_704, "mixtral-8x22b": 140_620_634_112,
+            "qwen2.5-7b": 7_615_616_512, "qwen2.5-14b": 14_770_033_664, "qwen2.5-32b": 32_763_876_352,
+            "qwen2.5-72b": 72_706_203_648, "bloom-176b": 176_247_271_424, "gpt-neox-20b": 20_554_567_680}
 
 
-@pytest.mark.parametrize("name", sorted(PUBLISHED_SIZES_B))
-def test_preset_parameter_counts(name: str, tmp_path: Path) -> None:
-    bloom = name == "bloom-176b"  # ALiBi: BLOOM's own fork; the others are Megatron-LM models
-    data = spec_dict(framework="megatron-deepspeed" if bloom else "megatron-lm",
-                     megatron={"fork": "bigscience"} if bloom else {},
-                     model={"preset": name, "num_layers": None, "hidden_size": None,
-                            "num_attention_heads": None, "vocab_size": None, "seq_length": None},
-                     parallelism={"tp": 1, "pp": 1})
+@pytest.mark.parametrize("name", sorted(presets.models()))
+def test_preset_parameter_counts_are_the_published_ones(name: str) -> None:
+    """Every preset's count (vocabulary as released) is its release's, to the parameter; GPT-3
+    (no checkpoint) within the paper's rounding and its d_model 5140 for 13B."""
+    published = presets.models()[name]["published"]
+    params = count_params(Shape.of(model_from({"preset": name})))
+    assert params.vocab_padding == 0 and params.published == params.total
+    if published.get("exact", True):
+        assert params.total == published["params"] == RELEASED[name]
+    else:
+        assert params.total == pytest.approx(published["params"], rel=0.015)
+
+
+@pytest.mark.parametrize(("name", "framework", "tp", "padded"), [
+    ("llama3-8b", "megatron-lm", 8, 129024), ("llama3-8b", "megatron-lm", 1, 128256),
+    ("gpt3-175b", "megatron-lm", 8, 51200), ("gpt3-175b", "megatron-lm", 1, 50304),
+    ("qwen2.5-7b", "megatron-lm", 4, 152064), ("llama3-8b", "fsdp", 1, 128256)])
+def test_the_estimate_counts_the_padded_vocabulary_megatron_builds(name, framework, tp, padded,
+                                                                   tmp_path: Path) -> None:
+    """Megatron rounds the vocabulary up to 128 × tp; the padding rows are parameters of the run
+    (embedding and, untied, output layer), reported apart from the published count."""
+    data = spec_dict(framework=framework, model={"preset": name, "num_layers": None, "hidden_size": None,
+                                                 "num_attention_heads": None, "vocab_size": None,
+                                                 "seq_length": None},
+                     parallelism={"tp": tp, "pp": 1})
+    if framework == "fsdp":
+        data["launch"] = {"launcher": "accelerate"}
     plan = plan_of(tmp_path, data)
-    assert plan.estimate().params / 1e9 == pytest.approx(PUBLISHED_SIZES_B[name], rel=0.02)
+    m = plan.model
+    assert plan.padded_vocab_size == padded
+    rows = (padded - m.vocab_size) * m.hidden_size * (1 if m.tie_embeddings else 2)
+    assert plan.estimate().params == count_params(Shape.of(m)).total + rows
+    assert plan.to_json()["model"]["padded_vocab_size"] == padded
 
 
 PLAIN_SAMPLES = [s for s in SAMPLES if "sweep" not in load_spec(s).doc.data]  # a sweep explains as its index

@@ -339,3 +339,34 @@ def test_trainer_script_with_its_deepspeed_config_imports_the_trainer_batch(fold
     assert {path: _value(spec, path) for path in expected} == expected
     assert spec["framework"] == "deepspeed"
     assert not any(str(w).startswith("--deepspeed") for w in spec["launch"].get("extra_args") or [])
+
+
+LLAMA31_SCRIPT = """\
+#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=8
+MODEL=(--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32
+       --group-query-attention --num-query-groups 8 --seq-length 8192 --max-position-embeddings 131072
+       --position-embedding-type rope --rotary-base 500000 --use-rope-scaling --swiglu
+       --normalization RMSNorm --untie-embeddings-and-output-weights --disable-bias-linear)
+TRAIN=(--tensor-model-parallel-size 2 --pipeline-model-parallel-size 1 --micro-batch-size 1
+       --global-batch-size 64 --train-iters 1000 --lr 3e-4 --lr-warmup-iters 10 --bf16)
+srun torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py "${MODEL[@]}" "${TRAIN[@]}"
+"""
+
+
+def test_the_architecture_a_script_builds_is_imported(tmp_path: Path) -> None:
+    """A Llama-3.1-8B script that leaves the dropout flags out trains with Megatron's 0.1: the
+    import names the preset whose architecture is closest (3.1: the RoPE scaling) and writes
+    what differs; with --attention-dropout 0 --hidden-dropout 0 it is the preset alone."""
+    script = tmp_path / "llama31.sh"
+    script.write_text(LLAMA31_SCRIPT)
+    model = yaml.safe_load(import_paths([script]).text)["model"]
+    assert model == {"preset": "llama3.1-8b", "attention_dropout": 0.1, "hidden_dropout": 0.1}
+    script.write_text(LLAMA31_SCRIPT.replace("--disable-bias-linear)",
+                                             "--disable-bias-linear --attention-dropout 0 --hidden-dropout 0.0)"))
+    assert yaml.safe_load(import_paths([script]).text)["model"] == {"preset": "llama3.1-8b"}
+    script.write_text(LLAMA31_SCRIPT.replace(" --use-rope-scaling", "").replace(" --disable-bias-linear", ""))
+    model = yaml.safe_load(import_paths([script]).text)["model"]
+    assert model["preset"] == "llama3-8b" and model["linear_bias"] is True  # Megatron's biases

@@ -145,7 +145,8 @@ def search(spec, choices: dict[str, list], keep: int = 10) -> Search:
     gpu = _gpu(spec.cluster.gpu)
     capacity = gpu["memory_gib"]
     hardware = hardware_of(gpu, spec.training.precision, spec.cluster.gpus_per_node)
-    shape = Shape.of(spec.model)
+    megatron = spec.framework.startswith("megatron")
+    shapes: dict[int, Shape] = {}  # by tp: Megatron pads the vocabulary for it
     fitting: list[Candidate] = []
     rules = _Rules(spec_facts(spec))
     if rules.fixed:
@@ -153,7 +154,10 @@ def search(spec, choices: dict[str, list], keep: int = 10) -> Search:
     for v in _layouts(spec, choices, rules, out):
         out.layouts += 1
         for recompute in choices["recompute"]:
-            candidate = _estimate(spec, shape, v, recompute, capacity, hardware)
+            tp = v["tp"] if megatron else 1
+            if tp not in shapes:
+                shapes[tp] = Shape.of(spec.model, spec.model.padded_vocab_size(tp) if megatron else None)
+            candidate = _estimate(spec, shapes[tp], v, recompute, capacity, hardware)
             out.evaluated += 1
             if out.smallest is None or candidate.memory.total < out.smallest.memory.total:
                 out.smallest = candidate

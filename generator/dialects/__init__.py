@@ -198,8 +198,10 @@ def _flatten(items: list) -> list:
 
 @cache
 def _tables() -> dict[str, dict[str, Any]]:
-    """The Megatron family's dialects (detection, judging and expressing walk these)."""
-    return read_yaml(_DIR / "megatron.yaml")
+    """The Megatron family's dialects (detection, judging and expressing walk these); entries
+    named ``_…`` are lists the tables share."""
+    return {name: table for name, table in read_yaml(_DIR / "megatron.yaml").items()
+            if not name.startswith("_")}
 
 
 @cache

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.dialects import Dialect, dialect, megatron_dialect_names
+from generator.spec.model import ARCHITECTURE
 
 # plan value -> the spec field it comes from (where a refusal points)
 SPEC_FIELD = {
-    "group_query_attention": "model.num_query_groups", "num_query_groups": "model.num_query_groups",
+    # (--group-query-attention is Megatron-LM's companion of --num-query-groups: the groups
+    # are what a dialect must express; microsoft's fork needs only --num-key-value-heads)
+    "num_query_groups": "model.num_query_groups",
     "position_embedding": "model.position_embedding", "activation": "model.activation",
     "normalization": "model.normalization", "untie_embeddings": "model.tie_embeddings",
     "num_experts": "model.num_experts", "moe_top_k": "model.moe_top_k", "packing": "data.packing",
@@ -23,7 +26,17 @@ SPEC_FIELD = {
     "precision": "training.precision", "fp8_param_gather": "training.precision",
     "recompute": "training.recompute", "flash_attention": "training.flash_attention",
     "ascend": "cluster.gpu", "zero_stage": "parallelism.zero_stage",
+    "overlap_grad_reduce": "parallelism.distributed_optimizer",
+    "overlap_param_gather": "parallelism.distributed_optimizer",
+    # the architecture beyond the shape
+    **{name: f"model.{name}" for name in (*ARCHITECTURE, "qkv_bias", "kv_channels")},
+    "rope_scaling": "model.rope_scaling", "rope_scaling_factor": "model.rope_scaling",
+    "rope_scaling_frequencies": "model.rope_scaling", "moe_dropless": "model.moe_capacity_factor",
 }
+# switches whose false is a choice a dialect must be able to write (not "unused")
+_FALSE_IS_A_CHOICE = {"linear_bias", "qkv_bias"}
+# Megatron's fixed Llama-3.1 frequencies (rope_utils: low 1, high 4, original context 8192)
+_MEGATRON_ROPE_FREQUENCIES = (1.0, 4.0, 8192)
 # how a spec selects each dialect
 _SETTING = {"megatron-lm": "framework: megatron-lm", "mindspeed-llm": "framework: megatron-lm",
             "megatron-deepspeed/microsoft": "megatron.fork: microsoft",
@@ -72,6 +85,11 @@ def megatron_values(plan) -> dict[str, Any]:
         "log_interval": t.log_interval, "precision": t.precision,
         "fp8_param_gather": t.precision == "fp8" and p.distributed_optimizer,
         "recompute": t.recompute, "ascend": ascend,
+        **architecture_values(m, plan.ep),
+        # what the step-time model counts as hidden under the backward pass (estimate/performance)
+        "overlap_grad_reduce": plan.framework == "megatron-lm" and plan.overlap_grad_reduce,
+        "overlap_param_gather": plan.framework == "megatron-lm" and plan.overlap_grad_reduce
+        and p.distributed_optimizer,
         "flash_attention": t.flash_attention if ascend else False,
         "deepspeed_flag": plan.framework == "megatron-deepspeed",
         "deepspeed_config": "ds_config.json" if plan.framework == "megatron-deepspeed" else None,
@@ -81,6 +99,48 @@ def megatron_values(plan) -> dict[str, Any]:
         "accumulation": plan.gradient_accumulation_steps, "steps": plan.schedule.train_iters,
         "warmup_steps": plan.schedule.warmup_iters,
     }
+
+
+def architecture_values(m, ep: int) -> dict[str, Any]:
+    """The model's architecture beyond its shape, under the tables' names: None where the model
+    does not use it (rotary values without rope, MoE values without experts)."""
+    rope = m.position_embedding == "rope"
+    scaling = m.rope_scaling if rope else None
+    experts = bool(m.num_experts)
+    capacity = m.moe_capacity_factor if experts else None
+    dense = m.moe_dense_layers if experts else 0
+    out = {
+        "linear_bias": m.linear_bias, "qkv_bias": None if m.qkv_bias == m.linear_bias else m.qkv_bias,
+        "rotary_base": m.rotary_base if rope else None, "rotary_percent": m.rotary_percent if rope else None,
+        "rope_scaling": scaling is not None, "rope_scaling_factor": scaling.factor if scaling else None,
+        "rope_scaling_frequencies": None if scaling is None or (
+            scaling.low_freq_factor, scaling.high_freq_factor,
+            scaling.original_max_position_embeddings) == _MEGATRON_ROPE_FREQUENCIES else
+        f"low {scaling.low_freq_factor}, high {scaling.high_freq_factor}, "
+        f"original {scaling.original_max_position_embeddings}",
+        "norm_epsilon": m.norm_epsilon, "attention_dropout": m.attention_dropout,
+        "hidden_dropout": m.hidden_dropout, "init_method_std": m.init_method_std,
+        "qk_layernorm": m.qk_layernorm, "make_vocab_size_divisible_by": m.make_vocab_size_divisible_by,
+        "kv_channels": None if m.kv_channels == m.hidden_size // m.num_attention_heads else m.kv_channels,
+        "embedding_layernorm": m.embedding_layernorm, "parallel_residual": m.parallel_residual,
+    }
+    moe = {
+        "moe_ffn_hidden_size": None if m.moe_ffn_hidden_size in (None, m.ffn_hidden_size)
+        else m.moe_ffn_hidden_size,
+        "moe_shared_expert_intermediate_size": m.moe_shared_expert_intermediate_size,
+        # Megatron's --moe-layer-freq pattern: 0 for a dense layer, 1 for an MoE layer
+        "moe_dense_layers": f"([0]*{dense}+[1]*{m.num_layers - dense})" if dense else None,
+        "moe_expert_interval": 1 if not dense else None,  # microsoft's fork: MoE in every layer
+        "moe_load_balancing": m.moe_load_balancing, "moe_aux_loss_coeff": m.moe_aux_loss_coeff,
+        "moe_z_loss_coeff": m.moe_z_loss_coeff, "moe_capacity_factor": capacity,
+        "moe_dropless": capacity is None,
+        "moe_token_drop_policy": m.moe_token_drop_policy if capacity is not None else None,
+        "moe_pad_to_capacity": m.moe_pad_to_capacity,
+        "moe_token_dispatcher": m.moe_token_dispatcher or ("alltoall" if ep > 1 else None),
+        "moe_grouped_gemm": m.moe_grouped_gemm,
+        "moe_router_pre_softmax": m.moe_top_k == 1,
+    }
+    return {**out, **{k: v if experts else None for k, v in moe.items()}}
 
 
 def trainer_values(plan) -> dict[str, Any]:
@@ -157,9 +217,11 @@ def unexpressed(d: Dialect, values: dict[str, Any]) -> list[str]:
                     or (entry.omit is not None and values.get(entry.value) == entry.omit))}
     missing = []
     for name, value in values.items():
-        if name in written or name in _CARRIED or value is None or value is False:
+        if name in written or name in _CARRIED or value is None or name not in SPEC_FIELD:
             continue
-        if d.defaults.get(name) == value or name not in SPEC_FIELD:
+        if value is False and name not in _FALSE_IS_A_CHOICE:
+            continue
+        if name in d.defaults and d.defaults[name] == value:
             continue
         missing.append(name)
     return missing

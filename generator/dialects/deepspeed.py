@@ -27,6 +27,7 @@ def deepspeed_values(plan) -> dict[str, Any]:
         # ZeRO-3 under the Trainer: save_model writes whole 16-bit weights, not empty shards
         "gather_16bit_weights": plan.uses_trainer and plan.zero_stage == 3,
         "zero_stage": plan.zero_stage, "precision": t.precision,
+        "overlap_comm": plan.overlap_grad_reduce and bool(plan.zero_stage),
         "pipeline_stages": plan.pp if plain and plan.pp > 1 else None,
         "sequence_parallel_size": plan.cp if plain and plan.cp > 1 else None,
         "optimizer": plain, "optimizer_lr": plan.lr if plain else None,

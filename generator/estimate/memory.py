@@ -39,6 +39,7 @@ class Layout:
     first_stage_layers: int | None = None  # uneven pipelines: the first and last stage's layers,
     last_stage_layers: int | None = None  # the rest spread evenly over the middle stages
     shard_dp: int | None = None  # hybrid sharding: the ranks state is sharded over (a node)
+    overlap_grad_reduce: bool = True  # the data-parallel reduction runs under the backward pass
 
     def stage_layers(self, num_layers: int) -> tuple[float, float, float]:
         """(first, middle, last) stage layer counts (all L/p when the pipeline is even)."""
@@ -144,9 +145,10 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     """One stage holding ``layers`` layers with ``in_flight`` micro-batches' activations stashed
     (1F1B: stage i of p holds p − i)."""
     params = count_params(shape)
-    experts_per_rank = params.num_experts / layout.ep
-    dense = (params.attention + params.norms + params.router) / layout.tp
-    expert = params.mlp * experts_per_rank / (layout.etp if shape.num_experts else layout.tp)
+    # per layer on average (an MoE model's dense layers and shared experts included)
+    dense = params.layers_tp / params.num_layers / layout.tp
+    expert = params.layers_experts / params.num_layers / layout.ep / \
+        (layout.etp if shape.num_experts else layout.tp)
     stage = layers * (dense + expert)
     if first:
         stage += params.embedding / layout.tp

@@ -137,7 +137,8 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     """A step-time model: compute at the calibrated efficiency plus memory-bound work, stretched
     by the pipeline bubble (p − 1)/(v·m); tensor-parallel all-reduces and context-parallel K/V
     exchanges per layer on the intra-node link (exposed); the data-parallel gradient reduction on
-    the inter-node link, overlapped with the backward pass except its last layer's share."""
+    the inter-node link, overlapped with the backward pass except its last layer's share where
+    the run's files turn the overlap on (Layout.overlap_grad_reduce), else exposed."""
     model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
     # every stage waits for the one with the most layers (uneven pipelines)
@@ -186,7 +187,8 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         volume = (1 if layout.sharding == "zero3" else 2) * share * stage_params * 2
         dp_total = volume / (hw.internode_gbps * 1e9)
         backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
-        dp_comm = max(dp_total - backward, dp_total / shape.num_layers)
+        dp_comm = max(dp_total - backward, dp_total / shape.num_layers) if layout.overlap_grad_reduce \
+            else dp_total
         if layout.sharding == "zero3":  # hybrid sharding gathers within the node
             link = hw.intranode_gbps if layout.shard_dp else hw.internode_gbps
             gathers = 2 * m * share * stage_params * 2 / (link * 1e9)

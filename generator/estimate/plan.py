@@ -25,6 +25,7 @@ class Estimate:
     alternatives: tuple[tuple[str, Memory], ...]
     train_tokens: int
     deepspeed_estimator: float | None = None  # DeepSpeed's own ZeRO-2/3 model-state estimate
+    vocab_padding_params: int = 0  # of params: the rows Megatron pads the vocabulary with
 
     @property
     def train_seconds(self) -> float | None:
@@ -32,7 +33,8 @@ class Estimate:
 
     def to_json(self) -> dict:
         p = self.performance
-        out = {"parameters": self.params, "memory": self.memory.gib(), "performance": None,
+        out = {"parameters": self.params, "parameters_vocab_padding": self.vocab_padding_params,
+               "memory": self.memory.gib(), "performance": None,
                "if_it_does_not_fit": [{"change": label, "total_gib": round(m.total / GIB, 2),
                                        "fits": m.fits} for label, m in self.alternatives]}
         if self.deepspeed_estimator is not None:
@@ -65,6 +67,16 @@ def sharding_of(framework: str, distributed_optimizer: bool, zero_stage: int | N
     return f"zero{zero_stage or 0}"
 
 
+def overlaps_grad_reduce(framework: str, zero_stage: int | None, pp: int) -> bool:
+    """Whether the run's data-parallel gradient reduction overlaps the backward pass, as its
+    files ask for it (one definition: the renderers write what this says, the step-time model
+    counts it): Megatron-LM with --overlap-grad-reduce; DeepSpeed with ZeRO's overlap_comm,
+    except under its pipeline engine, which reduces after the last micro-batch; FSDP always."""
+    if framework == "megatron-lm" or framework == "fsdp":
+        return True
+    return bool(zero_stage) and pp == 1
+
+
 def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, recompute: str,
                 **sizes: Any) -> Layout:
     """The estimate's layout for a spec and chosen sizes (tp … last_stage_layers): one
@@ -75,7 +87,8 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
                   precision=spec.training.precision,
                   sharding=sharding_of(spec.framework, distributed_optimizer, zero_stage),
                   framework=spec.framework, offload=p.zero_offload,
-                  shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None)
+                  shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None,
+                  overlap_grad_reduce=overlaps_grad_reduce(spec.framework, zero_stage, sizes.get("pp", 1)))
 
 
 def layout_of(plan) -> Layout:
@@ -100,8 +113,13 @@ def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | Non
                     gpu["internode_gbps"], gpus_per_node)
 
 
+def shape_of(plan) -> Shape:
+    """The model a plan's framework builds (Megatron pads the vocabulary for its tp)."""
+    return Shape.of(plan.model, plan.padded_vocab_size)
+
+
 def estimate_plan(plan) -> Estimate:
-    shape = Shape.of(plan.model)
+    shape = shape_of(plan)
     layout = layout_of(plan)
     capacity = plan.gpu["memory_gib"]
     memory = estimate_memory(shape, layout, capacity)
@@ -116,4 +134,5 @@ def estimate_plan(plan) -> Estimate:
     if plan.uses_deepspeed and layout.sharding in ("zero2", "zero3") and plan.pp == 1 and plan.tp == 1:
         cross_check = deepspeed_estimator_bytes(params.total, plan.world_size, int(layout.sharding[-1]),
                                                 max(params.per_layer, params.embedding))
-    return Estimate(params.total, memory, performance, others, plan.train_tokens, cross_check)
+    return Estimate(params.total, memory, performance, others, plan.train_tokens, cross_check,
+                    params.vocab_padding)

@@ -10,10 +10,13 @@ from generator.dialects import Dialect
 from generator.dialects.argv import split
 from generator.importer.draft import Draft
 from generator.readers.bash.evaluate import UNKNOWN
+from generator.spec.model import ARCHITECTURE
 
 # the spec's values for what a script leaves out, where the dialect's parser assumes them
 _ASSUMED = {"precision": "training.precision", "recompute": "training.recompute"}
 _KIND = {"int": int, "float": float, "str": str}
+# model fields whose parser default a script gets without the flag (MoE's need experts)
+_ARCHITECTURE = {name for name in ARCHITECTURE if not name.startswith("moe_")}
 
 
 def split_arguments(words: list[str | None], d: Dialect
@@ -61,12 +64,13 @@ def set_adam_betas(draft: Draft, beta1: float | None, beta2: float | None) -> No
 
 
 def framework_defaults(d: Dialect) -> dict[str, object]:
-    """The training and layout values a script that leaves the flag out gets: the dialect
-    parser's own defaults (catalogue), as spec values."""
+    """The training, layout and architecture values a script that leaves the flag out gets: the
+    dialect parser's own defaults (catalogue), as spec values (MoE's only with experts)."""
     out: dict[str, object] = {}
     for entry in d.entries:
         option = d.catalogue.get(entry.flag)
-        if not entry.spec or not entry.spec.startswith(("training.", "parallelism.")) or entry.implied \
+        if not entry.spec or not entry.spec.startswith(("training.", "parallelism.", "model.")) \
+                or entry.spec.startswith("model.") and entry.value not in _ARCHITECTURE or entry.implied \
                 or option is None \
                 or option.default is None or entry.switch:
             continue
@@ -92,6 +96,7 @@ def read_megatron(words: list[str | None], draft: Draft, d: Dialect) -> list[str
         set_adam_betas(draft, flag_value(known, "--adam-beta1", float),
                        flag_value(known, "--adam-beta2", float))
     _implied(known, draft, d)
+    _rope_scaling(known, draft)
     _vpp(known, draft)
     _schedule(known, draft)
     _batch_changes(known, draft, d)
@@ -161,6 +166,13 @@ def _implied(known: dict, draft: Draft, d: Dialect) -> None:
             shown = f"{entry.flag} {' '.join(w or '?' for w in given)}" if given else f"no {entry.flag}"
             draft.marks[owner.spec] = (f"the files give {shown}; {owner.spec} {value} renders "
                                        f"{' '.join([entry.flag, *wanted])}")
+
+
+def _rope_scaling(known: dict, draft: Draft) -> None:
+    """Megatron-LM's Llama-3.1 scaling: --use-rope-scaling with its factor (default 8; the
+    other frequencies are fixed)."""
+    if "--use-rope-scaling" in known:
+        draft.set("model.rope_scaling", {"factor": flag_value(known, "--rope-scaling-factor", float) or 8.0})
 
 
 def _vpp(known: dict, draft: Draft) -> None:

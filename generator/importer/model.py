@@ -4,18 +4,21 @@ it when a preset has that shape, else field by field."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from generator import presets
 from generator.errors import UserError
 from generator.importer.draft import Draft
-from generator.spec.model import Model, model_from
+from generator.spec.model import ARCHITECTURE, Model, model_from
 
 REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "seq_length")
 # required first: once they are written, a field equal to its default need not be
-_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "seq_length", "vocab_size",
-           "num_query_groups", "ffn_hidden_size", "max_position_embeddings", "num_experts",
-           "moe_top_k", "activation", "normalization", "position_embedding", "tie_embeddings")
+_SHAPE = ("num_layers", "hidden_size", "num_attention_heads", "seq_length", "vocab_size",
+          "num_query_groups", "ffn_hidden_size", "max_position_embeddings", "num_experts",
+          "moe_top_k", "activation", "normalization", "position_embedding", "tie_embeddings")
+# the architecture the arguments give (a preset is matched by shape; these follow as overrides)
+_FIELDS = (*_SHAPE, *ARCHITECTURE, "qkv_bias", "kv_channels", "rope_scaling")
 
 
 def read_model(draft: Draft, plan_model: dict[str, Any]) -> None:
@@ -44,7 +47,7 @@ def read_model(draft: Draft, plan_model: dict[str, Any]) -> None:
         if resolved is None or getattr(resolved, key) != getattr(files, key):
             written[key] = getattr(files, key)
     for key, value in written.items():
-        draft.set(f"model.{key}", value)
+        draft.set(f"model.{key}", dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value)
     if not vocab_known:
         if preset:
             draft.marks["model.preset"] = (f"the shape is {preset}'s; vocab_size "
@@ -62,13 +65,18 @@ def _resolved(given: dict[str, Any]) -> Model | None:
 
 
 def _matching_preset(files: Model, hint: str | None) -> str | None:
-    """A preset with the files' shape (sequence length and vocabulary aside): plan.json's first."""
+    """A preset with the files' shape (sequence length and vocabulary aside), the one whose
+    architecture differs from the files' in the fewest fields (Llama 3 and 3.1 share a shape;
+    the RoPE scaling tells them apart); plan.json's first among equals."""
     names = [hint] if hint in presets.models() else []
     names += [n for n in presets.models() if n != hint]
+    best: tuple[int, str] | None = None
     for name in names:
         resolved = model_from({"preset": name, "seq_length": files.seq_length,
                                "max_position_embeddings": files.max_position_embeddings})
-        if all(getattr(resolved, k) == getattr(files, k) for k in _FIELDS
+        if all(getattr(resolved, k) == getattr(files, k) for k in _SHAPE
                if k not in ("vocab_size", "seq_length", "max_position_embeddings")):
-            return name
-    return None
+            differ = sum(getattr(resolved, k) != getattr(files, k) for k in _FIELDS if k not in _SHAPE)
+            if best is None or differ < best[0]:
+                best = (differ, name)
+    return best[1] if best else None

@@ -6,6 +6,7 @@ runs every rule over the plan's facts. Renderers only read the plan.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -18,6 +19,7 @@ from generator.plan.derivation import derivation, scaled_lr
 from generator.plan.ramp import BatchRamp, from_rampup, from_schedule
 from generator.plan.schedule import Schedule, plan_schedule
 from generator.rules import RULES, Fact, Finding, run_rules
+from generator.spec.architecture import architecture_line
 from generator.spec.model import Spec
 
 DERIVED = "derived"
@@ -78,6 +80,20 @@ class Plan:
     @property
     def uses_megatron(self) -> bool:
         return self.framework in ("megatron-lm", "megatron-deepspeed")
+
+    @property
+    def padded_vocab_size(self) -> int:
+        """The vocabulary the framework builds: Megatron pads it for tp; the others take the
+        model's as it is."""
+        return self.model.padded_vocab_size(self.tp) if self.uses_megatron else self.model.vocab_size
+
+    @property
+    def overlap_grad_reduce(self) -> bool:
+        """The gradient reduction overlaps the backward pass (the files turn it on, the
+        step-time estimate counts it)."""
+        from generator.estimate.plan import overlaps_grad_reduce
+
+        return overlaps_grad_reduce(self.framework, self.zero_stage, self.pp)
 
     @property
     def uses_trainer(self) -> bool:
@@ -268,7 +284,10 @@ class Plan:
                           "from_sample_global_batch": [list(e) for e in self.batch_ramp.entries],
                           "megatron_flag": "--rampup-batch-size" if self.rampup_flag
                           else "--step-batch-size-schedule"}},
-            "model": {k: getattr(m, k) for k in m.__dataclass_fields__},
+            "model": {**{k: v for k, v in dataclasses.asdict(m).items()
+                         if m.num_experts or not k.startswith("moe_")},
+                      "architecture": architecture_line(m, self.ep),
+                      "padded_vocab_size": self.padded_vocab_size},
             "schedule": {"train_iters": self.schedule.train_iters,
                          "train_samples": self.train_samples,
                          "train_tokens": self.train_tokens,

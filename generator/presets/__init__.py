@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -15,4 +16,11 @@ def gpus() -> dict[str, dict[str, Any]]:
 
 
 def models() -> dict[str, dict[str, Any]]:
-    return read_yaml(_DIR / "models.yaml")
+    """The model presets by name (entries named ``_…`` are the families' shared fields)."""
+    return _models()
+
+
+@cache
+def _models() -> dict[str, dict[str, Any]]:
+    return {name: value for name, value in read_yaml(_DIR / "models.yaml").items()
+            if not name.startswith("_")}

@@ -19,6 +19,10 @@ from generator.spec.schema import spec_schema, validate
 from generator.units import parse_count, parse_fraction
 
 _MODEL_REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length")
+# model fields where a spec's null overrides the preset (no scaling, dropless, the default size)
+_NULL_IS_A_VALUE = ("rope_scaling", "qkv_bias", "kv_channels", "moe_ffn_hidden_size",
+                    "moe_shared_expert_intermediate_size", "moe_z_loss_coeff", "moe_capacity_factor",
+                    "moe_token_dispatcher")
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,16 @@ class Cluster:
     nodes: int
     gpus_per_node: int
     gpu: str
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """Llama 3.1's rotary frequency scaling (its config.json ``rope_scaling`` block)."""
+
+    factor: float
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_position_embeddings: int = 8192
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,49 @@ class Model:
     normalization: str
     position_embedding: str
     tie_embeddings: bool
+    # the architecture beyond the shape (defaults: what Megatron builds when not told)
+    linear_bias: bool = True
+    qkv_bias: bool = True
+    rotary_base: int = 10000
+    rotary_percent: float = 1.0
+    rope_scaling: RopeScaling | None = None
+    norm_epsilon: float = 1e-5
+    attention_dropout: float = 0.1
+    hidden_dropout: float = 0.1
+    init_method_std: float = 0.02
+    qk_layernorm: bool = False
+    make_vocab_size_divisible_by: int = 128
+    kv_channels: int = 0  # 0 until model_from sets hidden_size / heads
+    embedding_layernorm: bool = False
+    parallel_residual: bool = False
+    # mixture of experts (meaningful with num_experts)
+    moe_ffn_hidden_size: int | None = None
+    moe_shared_expert_intermediate_size: int | None = None
+    moe_dense_layers: int = 0
+    moe_load_balancing: str = "aux_loss"
+    moe_aux_loss_coeff: float = 0.0
+    moe_z_loss_coeff: float | None = None
+    moe_capacity_factor: float | None = None
+    moe_token_drop_policy: str = "probs"
+    moe_pad_to_capacity: bool = False
+    moe_token_dispatcher: str | None = None  # None: alltoall with ep > 1, else allgather
+    moe_grouped_gemm: bool = False
+
+    def padded_vocab_size(self, tp: int) -> int:
+        """The vocabulary Megatron builds: rounded up to make_vocab_size_divisible_by × tp."""
+        multiple = self.make_vocab_size_divisible_by * tp
+        return -(-self.vocab_size // multiple) * multiple
+
+
+# the architecture fields and their defaults (the shape fields are required or derived)
+ARCHITECTURE = {name: f.default for name, f in Model.__dataclass_fields__.items()
+                if name in ("linear_bias", "rotary_base", "rotary_percent", "norm_epsilon",
+                            "attention_dropout", "hidden_dropout", "init_method_std", "qk_layernorm",
+                            "make_vocab_size_divisible_by", "embedding_layernorm", "parallel_residual",
+                            "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
+                            "moe_dense_layers", "moe_load_balancing", "moe_aux_loss_coeff",
+                            "moe_z_loss_coeff", "moe_capacity_factor", "moe_token_drop_policy",
+                            "moe_pad_to_capacity", "moe_token_dispatcher", "moe_grouped_gemm")}
 
 
 @dataclass(frozen=True)
@@ -368,7 +425,7 @@ def model_from(given: dict[str, Any], where=lambda: None) -> Model:
     Megatron's defaults. ``where()`` locates the section for the error when fields are missing."""
     preset_name = given.get("preset")
     merged = {**(presets.models()[preset_name] if preset_name else {}),
-              **{k: v for k, v in given.items() if v is not None}}
+              **{k: v for k, v in given.items() if v is not None or k in _NULL_IS_A_VALUE}}
     missing = [k for k in _MODEL_REQUIRED if merged.get(k) is None]
     if missing:
         raise UserError(f"$.model: missing {', '.join(missing)}; give them or choose a preset "
@@ -379,6 +436,13 @@ def model_from(given: dict[str, Any], where=lambda: None) -> Model:
     if ffn is None:
         # Megatron's default: 4h, or int(4h * 2/3 / 64) * 64 with --swiglu (arguments.py).
         ffn = (4 * h * 2 // 3 // 64) * 64 if activation == "swiglu" else 4 * h
+    architecture = {name: default if merged.get(name) is None else merged[name]
+                    for name, default in ARCHITECTURE.items()}
+    for name in ("rotary_percent", "norm_epsilon", "attention_dropout", "hidden_dropout",
+                 "init_method_std", "moe_aux_loss_coeff", "moe_z_loss_coeff", "moe_capacity_factor"):
+        if architecture[name] is not None:
+            architecture[name] = float(architecture[name])
+    scaling = merged.get("rope_scaling")
     return Model(
         preset=preset_name,
         num_layers=merged["num_layers"],
@@ -395,6 +459,11 @@ def model_from(given: dict[str, Any], where=lambda: None) -> Model:
         normalization=merged.get("normalization") or "layernorm",
         position_embedding=merged.get("position_embedding") or "learned_absolute",
         tie_embeddings=merged.get("tie_embeddings", True),
+        qkv_bias=architecture["linear_bias"] if merged.get("qkv_bias") is None else merged["qkv_bias"],
+        rope_scaling=RopeScaling(**{k: float(v) if k != "original_max_position_embeddings" else v
+                                    for k, v in scaling.items()}) if scaling else None,
+        kv_channels=merged.get("kv_channels") or h // heads,
+        **architecture,
     )
 
 

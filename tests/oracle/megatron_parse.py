@@ -4,7 +4,8 @@
 
 TREE is an unpacked archive of ``shared/oracles`` (Megatron-LM, or a Megatron-DeepSpeed fork).
 Each case is ``{"argv": [...], "world_size": N, "env": {...}, "capability": [9, 0]}``; each result
-is, on the last line after MARK, ``{"ok": true, "dp": .., "micro": .., "global": .., "accumulation": ..}`` or ``{"ok": false,
+is, on the last line after MARK, ``{"ok": true, "dp": .., "micro": .., "global": .., "accumulation": ..,
+"shown": {the argument values a case's "show" names}}`` or ``{"ok": false,
 "error": "..."}`` (argparse's exit, or the AssertionError / ValueError of its validation). The
 parser is the framework's own; only what a CPU machine lacks is stood in for (the GPU's compute
 capability, the optional batch-invariant kernels that import triton), as shared/oracles/README.md
@@ -85,6 +86,15 @@ def _capability(value: list[int]) -> None:
     torch.cuda.get_device_properties = lambda *a, **k: props
 
 
+def _plain(value):
+    """An argument's value as JSON holds it (enums by their str)."""
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
 def main() -> None:
     tree = sys.argv[1]
     _prepare(tree)
@@ -120,7 +130,8 @@ def main() -> None:
                 if hasattr(arguments, "validate_args"):
                     arguments.validate_args(args)
             result = {"ok": True, "dp": args.data_parallel_size, "micro": args.micro_batch_size,
-                      "global": args.global_batch_size}
+                      "global": args.global_batch_size,
+                      "shown": {name: _plain(getattr(args, name, None)) for name in case.get("show", ())}}
             if calc is not None:
                 calc.init_num_microbatches_calculator(0, getattr(args, "rampup_batch_size", None),
                                                       args.global_batch_size, args.micro_batch_size,

@@ -13,6 +13,13 @@ MEGATRON_ARGS=(
   --seq-length 2048
   --max-position-embeddings 2048
   --position-embedding-type alibi
+  # architecture: norms, dropout, initialisation, vocabulary padding
+  --embed-layernorm
+  --layernorm-epsilon 1e-05
+  --attention-dropout 0.0
+  --hidden-dropout 0.0
+  --init-method-std 0.0048
+  --make-vocab-size-divisible-by 128
   # parallelism: dp = 384 / (tp 4 × pp 12) = 8
   --tensor-model-parallel-size 4
   --pipeline-model-parallel-size 12

@@ -13,6 +13,12 @@ MEGATRON_ARGS=(
   --seq-length 2048
   --max-position-embeddings 2048
   --position-embedding-type learned_absolute
+  # architecture: biases, rotary embeddings, norms, dropout, initialisation, vocabulary padding
+  --norm-epsilon 1e-05
+  --attention-dropout 0.1
+  --hidden-dropout 0.1
+  --init-method-std 0.006
+  --make-vocab-size-divisible-by 128
   # parallelism: dp = 1024 / (tp 8 × pp 8 × cp 1) = 16
   --tensor-model-parallel-size 8
   --pipeline-model-parallel-size 8
@@ -20,6 +26,9 @@ MEGATRON_ARGS=(
   --num-virtual-stages-per-pipeline-rank 3
   --sequence-parallel
   --use-distributed-optimizer
+  # gradient reduce and parameter gather overlapped with compute (the step-time estimate counts them hidden)
+  --overlap-grad-reduce
+  --overlap-param-gather
   # batch: global 1536 = micro 1 × accumulation 96 × dp 16
   --micro-batch-size 1
   --global-batch-size 1536

@@ -18,12 +18,24 @@ MEGATRON_ARGS=(
   --swiglu
   --normalization RMSNorm
   --untie-embeddings-and-output-weights
+  # architecture: biases, rotary embeddings, norms, dropout, initialisation, vocabulary padding
+  --disable-bias-linear
+  --rotary-base 500000
+  --rotary-percent 1.0
+  --norm-epsilon 1e-05
+  --attention-dropout 0.0
+  --hidden-dropout 0.0
+  --init-method-std 0.02
+  --make-vocab-size-divisible-by 128
   # parallelism: dp = 32 / (tp 2 × pp 1 × cp 2) = 8
   --tensor-model-parallel-size 2
   --pipeline-model-parallel-size 1
   --context-parallel-size 2
   --sequence-parallel
   --use-distributed-optimizer
+  # gradient reduce and parameter gather overlapped with compute (the step-time estimate counts them hidden)
+  --overlap-grad-reduce
+  --overlap-param-gather
   # batch: global 512 = micro 1 × accumulation 64 × dp 8
   --micro-batch-size 1
   --global-batch-size 512

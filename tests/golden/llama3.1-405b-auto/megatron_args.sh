@@ -18,6 +18,17 @@ MEGATRON_ARGS=(
   --swiglu
   --normalization RMSNorm
   --untie-embeddings-and-output-weights
+  # architecture: biases, rotary embeddings, norms, dropout, initialisation, vocabulary padding
+  --disable-bias-linear
+  --rotary-base 500000
+  --rotary-percent 1.0
+  --use-rope-scaling
+  --rope-scaling-factor 8.0
+  --norm-epsilon 1e-05
+  --attention-dropout 0.0
+  --hidden-dropout 0.0
+  --init-method-std 0.02
+  --make-vocab-size-divisible-by 128
   # parallelism: dp = 16384 / (tp 8 × pp 32 × cp 8) = 8
   --tensor-model-parallel-size 8
   --pipeline-model-parallel-size 32
@@ -26,6 +37,9 @@ MEGATRON_ARGS=(
   --decoder-last-pipeline-num-layers 3
   --sequence-parallel
   --use-distributed-optimizer
+  # gradient reduce and parameter gather overlapped with compute (the step-time estimate counts them hidden)
+  --overlap-grad-reduce
+  --overlap-param-gather
   # batch: global 2048 = micro 1 × accumulation 256 × dp 8
   --micro-batch-size 1
   --global-batch-size 2048

@@ -12,6 +12,12 @@ MEGATRON_ARGS=(
   --num-attention-heads 40
   --seq-length 2048
   --max-position-embeddings 2048
+  # architecture: biases, rotary embeddings, norms, dropout, initialisation, vocabulary padding
+  --layernorm-epsilon 1e-05
+  --attention-dropout 0.1
+  --hidden-dropout 0.1
+  --init-method-std 0.02
+  --make-vocab-size-divisible-by 128
   # parallelism: dp = 256 / (tp 4 × pp 2 × cp 1) = 32
   --tensor-model-parallel-size 4
   --pipeline-model-parallel-size 2
