@@ -3,6 +3,7 @@ against the dialect's parser (GL219, GL220). Run by resolve once the plan exists
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +51,7 @@ def _spec_value(spec, dotted: str) -> Any:
     value: Any = spec
     for part in dotted.split("."):
         value = getattr(value, part)
-    return value
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
 
 
 @dataclass(frozen=True)

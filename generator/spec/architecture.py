@@ -36,7 +36,7 @@ def architecture_line(m, ep: int = 1) -> str:
 
 def _positions(m) -> str:
     if m.position_embedding == "rope":
-        text = f"RoPE θ {m.rotary_base:g}" + (f" on {m.rotary_percent:.0%} of each head"
+        text = f"RoPE θ {m.rotary_base}" + (f" on {m.rotary_percent:.0%} of each head"
                                                if m.rotary_percent < 1 else "")
         s = m.rope_scaling
         if s is not None:

@@ -442,6 +442,10 @@ def model_from(given: dict[str, Any], where=lambda: None) -> Model:
                  "init_method_std", "moe_aux_loss_coeff", "moe_z_loss_coeff", "moe_capacity_factor"):
         if architecture[name] is not None:
             architecture[name] = float(architecture[name])
+    for name in ("rotary_base", "make_vocab_size_divisible_by", "moe_dense_layers", "moe_ffn_hidden_size",
+                 "moe_shared_expert_intermediate_size"):  # counts: a whole-number float (1.0e+6) as one
+        if architecture[name] is not None:
+            architecture[name] = int(architecture[name])
     scaling = merged.get("rope_scaling")
     return Model(
         preset=preset_name,
@@ -460,9 +464,9 @@ def model_from(given: dict[str, Any], where=lambda: None) -> Model:
         position_embedding=merged.get("position_embedding") or "learned_absolute",
         tie_embeddings=merged.get("tie_embeddings", True),
         qkv_bias=architecture["linear_bias"] if merged.get("qkv_bias") is None else merged["qkv_bias"],
-        rope_scaling=RopeScaling(**{k: float(v) if k != "original_max_position_embeddings" else v
+        rope_scaling=RopeScaling(**{k: float(v) if k != "original_max_position_embeddings" else int(v)
                                     for k, v in scaling.items()}) if scaling else None,
-        kv_channels=merged.get("kv_channels") or h // heads,
+        kv_channels=int(merged.get("kv_channels") or h // heads),
         **architecture,
     )
 
