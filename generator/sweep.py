@@ -56,7 +56,8 @@ def sweep_points(doc: Document) -> list[Point]:
             point.error = str(exc).replace("\n", "; ")
         points.append(point)
     if all(p.error for p in points):
-        raise UserError(f"{doc.file}: no point of the sweep is valid; the first: {points[0].error}")
+        raise UserError(f"no point of the sweep is valid; the first: {points[0].error}",
+                        doc.locate(["sweep"]))
     return points
 
 

@@ -92,7 +92,7 @@ def expected(plan) -> dict[str, dict]:
             moe_router_topk=m.moe_top_k, moe_router_load_balancing_type=m.moe_load_balancing,
             moe_aux_loss_coeff=m.moe_aux_loss_coeff, moe_z_loss_coeff=m.moe_z_loss_coeff,
             moe_expert_capacity_factor=m.moe_capacity_factor,
-            moe_token_dispatcher_type=m.moe_token_dispatcher or ("alltoall" if plan.ep > 1 else "allgather"),
+            moe_token_dispatcher_type=m.token_dispatcher(plan.ep),
             moe_grouped_gemm=m.moe_grouped_gemm, moe_ffn_hidden_size=m.moe_ffn_hidden_size or m.ffn_hidden_size,
             moe_shared_expert_intermediate_size=m.moe_shared_expert_intermediate_size,
             moe_layer_freq=[0] * dense + [1] * (m.num_layers - dense) if dense else 1)

@@ -124,6 +124,8 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
                "sbatch refuses the script: '<ACCOUNT>' on an #SBATCH line is not an option")],
     "GL900": [({"unreadable_file": "binary file"}, {}, "cannot read: binary file")],
     "GL901": [({"not_checked": "DeepSpeed config ds.json not found"}, {}, "not checked: DeepSpeed config ds.json")],
+    "GL902": [({"reading_stopped": "reading stopped: nesting too deep to follow"}, {},
+               "reading stopped: nesting too deep")],
     "GL202": [({"megatron_flags": {"--num-query-groups": "x.yaml:9:1"}, "framework": "megatron-lm"},
                {"megatron_flags": {"--num-query-groups": "x.yaml:9:1", "--group-query-attention": "x.yaml:9:1"}, "framework": "megatron-lm"},
                "--num-query-groups has no effect without --group-query-attention")],

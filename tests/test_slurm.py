@@ -29,7 +29,7 @@ from .conftest import ROOT, SAMPLES
 pytestmark = pytest.mark.slurm
 JOB_TIMEOUT_S = 240
 CLUSTER_NODES = int(os.environ.get("SLURM_CI_NODES", "128"))  # scripts/slurm-cluster.sh
-HOSTILE_ARGS = ["$(touch pwned)", "`touch pwned`", "a; touch pwned", "it's \"quoted\"", "new\nline", "*"]
+HOSTILE_ARGS = ["$(touch pwned)", "`touch pwned`", "a; touch pwned", "it's \"quoted\"", "tab\tbed", "*"]
 
 
 def _cluster_up() -> str | None:

@@ -136,7 +136,9 @@ def architecture_values(m, ep: int) -> dict[str, Any]:
         "moe_dropless": capacity is None,
         "moe_token_drop_policy": m.moe_token_drop_policy if capacity is not None else None,
         "moe_pad_to_capacity": m.moe_pad_to_capacity,
-        "moe_token_dispatcher": m.moe_token_dispatcher or ("alltoall" if ep > 1 else None),
+        # (Megatron-LM's default, allgather, is left to it when the spec does not name one)
+        "moe_token_dispatcher": None if m.moe_token_dispatcher is None
+        and m.token_dispatcher(ep) == "allgather" else m.token_dispatcher(ep),
         "moe_grouped_gemm": m.moe_grouped_gemm,
         "moe_router_pre_softmax": m.moe_top_k == 1,
     }

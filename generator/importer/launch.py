@@ -9,6 +9,7 @@ from generator.dialects.slurm import named, options
 from generator.importer.draft import Draft
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.rules import Fact
+from generator.spec.model import CODE_ENV, SCRIPT_OWNED_ENV
 
 # What a generated (or typical) script exports for the launcher itself, not the job's
 # environment; CUDA_DEVICE_MAX_CONNECTIONS is rendered when the plan needs it.
@@ -101,10 +102,13 @@ def _launcher(facts: dict[str, Fact], draft: Draft) -> None:
 
 def _environment(facts: dict[str, Fact], draft: Draft) -> None:
     env: dict[str, str] = {}
-    skipped = []
+    skipped, owned = [], []
     ascend = "ascend" in facts and facts["ascend"].value
     for name, value in facts["exports"].value if "exports" in facts else ():
         if name in PLUMBING or name.startswith(("SLURM_", "GEN_LAUNCH_")):
+            continue
+        if name in SCRIPT_OWNED_ENV:  # the generated launch.sbatch sets these itself
+            owned.append(name)
             continue
         if ascend and name in ASCEND_RENDERED and ASCEND_RENDERED[name] in (None, value):
             continue
@@ -114,6 +118,14 @@ def _environment(facts: dict[str, Fact], draft: Draft) -> None:
             skipped.append(name)
     if env:
         draft.set("launch.env", env)
+        unsafe = [name for name in env if name in CODE_ENV or name.startswith("BASH_")]
+        if unsafe:  # the script exported them: say so, as the spec must
+            draft.set("launch.unsafe_env", unsafe)
+            draft.marks["launch.unsafe_env"] = (f"the script exports {', '.join(unsafe)}, which every bash "
+                                                "child reads as code or as its search path")
+    if owned:
+        draft.notes.append(f"exported variables that the generated launch.sbatch sets itself were left "
+                           f"out of launch.env: {', '.join(owned)}")
     if skipped:
         draft.notes.append(f"exported variables that depend on run-time values were left out of "
                            f"launch.env: {', '.join(skipped)}")

@@ -11,6 +11,7 @@ from generator.errors import UserError
 from generator.lint.discover import discover, looks_like_accelerate_config, looks_like_spec, read_text
 from generator.lint.engine import lint_texts
 from generator.lint.report import Located, locate
+from generator.readers.bash.lexer import STOPPED
 from generator.readers.neox_config import looks_like_neox_config
 
 _NOQA = re.compile(r"gen-launch:\s*noqa(?::?\s*(?P<codes>[A-Z]{2}\d{3}(?:[\s,]+[A-Z]{2}\d{3})*))?")
@@ -55,7 +56,8 @@ def gather(paths: list[Path], specs: list[Path] | None = None):
 
 def lint_paths(paths: list[Path], select: list[str] = (), ignore: list[str] = ()) -> Report:
     """Every finding of the files given (folders walked): rule findings, what could not be read
-    at all (GL900) and what parts were not followed (GL901). A path that does not exist is a
+    at all (GL900), where a reading stopped at the reader's bounds (GL902) and what parts were
+    not followed (GL901). A path that does not exist is a
     usage error (UserError, exit 2); one unreadable file never stops the others."""
     missing = [p for p in paths if not p.exists()]
     if missing:
@@ -70,7 +72,10 @@ def lint_paths(paths: list[Path], select: list[str] = (), ignore: list[str] = ()
     unreadable += result.unreadable
     report.items += [locate(f) for f in result.findings]
     report.items += [locate(_reading("GL900", "unreadable_file", where, what)) for where, what in unreadable]
-    report.items += [locate(_reading("GL901", "not_checked", where, what)) for where, what in result.problems]
+    for where, what in result.problems:  # a stopped reading is an error, a part not followed a note
+        stopped = what.startswith(STOPPED)
+        report.items.append(locate(_reading("GL902" if stopped else "GL901",
+                                            "reading_stopped" if stopped else "not_checked", where, what)))
     report.items = sorted(
         (i for i in report.items if _selected(i.finding.code, select, ignore) and not _suppressed(i, texts)),
         key=lambda i: (i.path, i.line, i.column, i.finding.code))

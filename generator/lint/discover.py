@@ -27,15 +27,12 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Path]]:
 
 def read_text(path: Path) -> tuple[str | None, str | None]:
     """(text, None) or (None, why it cannot be read)."""
+    from generator.readfile import Refused, read_capped
+
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            return None, f"file is {size:,} bytes; launch files are read up to {MAX_BYTES:,}"
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None, "file not found"
-    except OSError as exc:
-        return None, f"cannot read: {exc.strerror}"
+        raw = read_capped(path, MAX_BYTES)
+    except Refused as exc:
+        return None, str(exc)
     if b"\0" in raw[:8192]:
         return None, "binary file"
     try:

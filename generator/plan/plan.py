@@ -16,7 +16,7 @@ from generator import __version__, presets
 from generator.errors import UserError
 from generator.plan.batch import solve_batch
 from generator.plan.derivation import derivation, scaled_lr
-from generator.plan.ramp import BatchRamp, from_rampup, from_schedule
+from generator.plan.ramp import MAX_ENTRIES, BatchRamp, from_rampup, from_schedule
 from generator.plan.schedule import Schedule, plan_schedule
 from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.architecture import architecture_line
@@ -286,6 +286,7 @@ class Plan:
                           else "--step-batch-size-schedule"}},
             "model": {**{k: v for k, v in dataclasses.asdict(m).items()
                          if m.num_experts or not k.startswith("moe_")},
+                      **({"moe_token_dispatcher": m.token_dispatcher(self.ep)} if m.num_experts else {}),
                       "architecture": architecture_line(m, self.ep),
                       "padded_vocab_size": self.padded_vocab_size},
             "schedule": {"train_iters": self.schedule.train_iters,
@@ -484,6 +485,10 @@ def _batch_ramp(spec: Spec, global_batch_size: int, facts: dict[str, Fact]) -> B
         facts["rampup"] = Fact(b.rampup, spec.where("batch.rampup"))
         start, increment, samples = b.rampup
         if increment and (global_batch_size - start) % increment == 0 and start <= global_batch_size:
+            if (global_batch_size - start) // increment > MAX_ENTRIES:
+                raise UserError(f"$.batch.rampup: {(global_batch_size - start) // increment:,} increments of "
+                                f"{increment} from {start} to the global batch {global_batch_size}; at most "
+                                f"{MAX_ENTRIES:,} (use a larger increment)", spec.location("batch.rampup"))
             return from_rampup(start, increment, samples, global_batch_size)
         return None  # GL006 says why
     facts["batch_schedule"] = Fact(b.schedule, spec.where("batch.schedule"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_SIMULATED_STEPS = 50_000_000
+MAX_ENTRIES = 100_000  # a ramp-up of more increments than this is refused (batch.rampup)
 
 
 @dataclass(frozen=True)
@@ -26,18 +26,29 @@ class BatchRamp:
     def steps_for(self, samples: int) -> int:
         """Optimizer steps until ``samples`` are consumed, stepping by the current batch (as
         Megatron's training loop does for sample-based runs)."""
-        consumed = steps = 0
-        index = 0
-        while consumed < samples and steps < MAX_SIMULATED_STEPS:
+        return self._walk(samples=samples)[0]
+
+    def samples_after(self, steps: int) -> int:
+        """The samples the first ``steps`` optimizer steps consume."""
+        return self._walk(steps=steps)[1]
+
+    def _walk(self, samples: int | None = None, steps: int | None = None) -> tuple[int, int]:
+        """(steps, consumed) when ``samples`` are consumed or ``steps`` are taken: within an
+        entry the batch is constant, so each entry is one division (work: the entries)."""
+        consumed = taken = index = 0
+        while (samples is None or consumed < samples) and (steps is None or taken < steps):
             while index + 1 < len(self.entries) and consumed >= self.entries[index + 1][0]:
                 index += 1
             size = self.entries[index][1]
-            if index + 1 == len(self.entries):  # the rest at the final batch, in one division
-                steps += -(-(samples - consumed) // size)
-                return steps
-            consumed += size
-            steps += 1
-        return steps
+            last = index + 1 == len(self.entries)
+            goal = samples if last or (samples is not None and samples < self.entries[index + 1][0]) \
+                else self.entries[index + 1][0]
+            n = -(-(goal - consumed) // size) if goal is not None else None
+            if steps is not None:
+                n = steps - taken if n is None else min(n, steps - taken)
+            consumed += n * size
+            taken += n
+        return taken, consumed
 
     def step_schedule_text(self, seq_length: int) -> str:
         """--step-batch-size-schedule: THRESHOLD:BATCH pairs, thresholds in tokens."""

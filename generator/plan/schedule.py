@@ -85,10 +85,7 @@ def _ramped_schedule(training: Training, seq_length: int, ramp: BatchRamp) -> Sc
     elif warmup.unit == "tokens":
         warmup_samples = _ceil_div(int(warmup.amount), seq_length)
     else:  # iterations: the samples the first steps consume
-        consumed = 0
-        for _ in range(int(warmup.amount)):
-            consumed += ramp.batch_at(consumed)
-        warmup_samples = consumed
+        warmup_samples = ramp.samples_after(int(warmup.amount))
     warmup_iters = ramp.steps_for(warmup_samples)
     return Schedule(iters, warmup_iters, True, how,
                     f"warmup_samples = {warmup_samples:,} ({warmup_iters:,} steps)", tuple(notes),

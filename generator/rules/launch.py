@@ -394,7 +394,7 @@ def slurm_variable(slurm_variables: dict, sbatch_options: tuple = ()) -> str | N
 
     Example: echo $SLURM_NTASKS with only --ntasks-per-node in the header."""
     for variable, needs in load("slurm_variables.yaml").items():
-        if variable in slurm_variables and not set(needs) & set(sbatch_options):
+        if variable in slurm_variables and not set(needs) & set(sbatch_options or ()):
             return (f"${variable} is not set by Slurm without {' or '.join(needs)} in the header",
                     (), (variable, slurm_variables[variable]))
     return None

@@ -1,6 +1,7 @@
 """What the linter could not read, reported as findings like any other (every output format,
-SARIF included): a whole file (GL900, an error: none of its checks ran) or a part of a run
-(GL901, a note: the values that part would give are not checked)."""
+SARIF included): a whole file (GL900, an error: none of its checks ran), a reading stopped at the
+reader's bounds (GL902, an error: the rest was not checked) or a part of a run (GL901, a note:
+the values that part would give are not checked)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,17 @@ def not_checked(not_checked: str) -> str | None:
 
     Example: ``--deepspeed_config ${CONFIG_DIR}/ds.json`` with no ds.json beside the script."""
     return f"not checked: {not_checked}"
+
+
+@rule("GL902", "reading-stopped",
+      "The reader stopped inside a launch file at its bounds; the rest was not checked.")
+def stopped(reading_stopped: str) -> str | None:
+    """The linter reads a script within bounds (commands run, bytes in a value, elements in an
+    array, depth of nested expansions) so that no input makes it hang or eat memory. A script
+    beyond them is read up to where it stopped and the run exits 1: the values after that point
+    are unknown, and a clean report would say more than was checked. Fix: nothing a real launch
+    needs comes near the bounds; a generated or obfuscated script is best linted from the file
+    that generates it (or ``--ignore GL902``).
+
+    Example: ``A=("${A[@]}" "${A[@]}")`` repeated twenty times (a million elements)."""
+    return reading_stopped

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from math import isqrt
+
+# trial division stops here: complete for any n up to its square (10^10), the small divisors and
+# their cofactors beyond (a script may give any number; suggestions stay cheap)
+_TRIAL_LIMIT = 100_000
+
 
 def divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    """The divisors of ``n`` (for n above 10^10: those up to 10^5 and their cofactors)."""
+    small = [d for d in range(1, min(isqrt(n), _TRIAL_LIMIT) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
 
 

@@ -65,5 +65,4 @@ def _routing(m, ep: int) -> str:
         text += f", z-loss {m.moe_z_loss_coeff:g}"
     text += ", dropless" if m.moe_capacity_factor is None else \
         f", capacity {m.moe_capacity_factor:g} (drops by {m.moe_token_drop_policy})"
-    dispatcher = m.moe_token_dispatcher or ("alltoall" if ep > 1 else "allgather")
-    return text + f", {dispatcher} dispatcher" + (", grouped GEMM" if m.moe_grouped_gemm else "")
+    return text + f", {m.token_dispatcher(ep)} dispatcher" + (", grouped GEMM" if m.moe_grouped_gemm else "")

@@ -21,6 +21,8 @@ from generator.errors import Location, UserError
 
 MAX_EXPANDED_NODES = 10_000
 MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 64  # levels of nesting a spec may have (it needs 5)
+_CONTROL_IN_PATH = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class _SpecLoader(yaml.SafeLoader):
@@ -126,17 +128,20 @@ def _position(text: str, offset: int) -> tuple[int, int]:
 
 def read_text(path: Path, display: str) -> str:
     """The file's text; a missing, unreadable, oversized or non-UTF-8 file is a UserError."""
+    from generator.readfile import Refused, read_capped
+
+    if _CONTROL_IN_PATH.search(display):
+        raise UserError("the path holds a control character (a newline?); rename the file",
+                        Location(repr(display)))
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError("file not found", Location(display)) from None
-    except IsADirectoryError:
-        raise UserError("is a directory, expected a YAML spec file", Location(display)) from None
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", Location(display)) from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise UserError(f"file is {len(raw):,} bytes; a spec is at most {MAX_FILE_BYTES:,}",
-                        Location(display))
+        raw = read_capped(path, MAX_FILE_BYTES)
+    except Refused as exc:
+        why = str(exc)
+        if why == "is a directory":
+            why = "is a directory, expected a YAML spec file"
+        elif why.startswith("more than"):
+            why = f"a spec is at most {MAX_FILE_BYTES:,} bytes"
+        raise UserError(why, Location(display)) from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -148,9 +153,42 @@ def read_text(path: Path, display: str) -> str:
         ) from None
 
 
+def _too_deep(text: str) -> tuple[int, int] | None:
+    """Where flow collections ([ {) first nest deeper than MAX_DEPTH, or a line is indented
+    deeper than MAX_DEPTH levels of two spaces: the parser recurses per level, so such a
+    document is refused before it is parsed."""
+    depth, quote = 0, None
+    for offset, char in enumerate(text):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return _position(text, offset)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        elif char == "#" and depth == 0:
+            quote = "\n"  # a comment runs to the end of its line
+    for number, line in enumerate(text.splitlines(), 1):
+        indent = len(line) - len(line.lstrip(" -"))
+        if indent > 2 * MAX_DEPTH:
+            return number, indent + 1
+    return None
+
+
 def load_yaml(text: str, display: str) -> Document:
     """Parse one YAML document safely; every problem is a located UserError."""
-    loader = _SpecLoader(text)
+    deep = _too_deep(text)
+    if deep:
+        raise UserError(f"nested more than {MAX_DEPTH} levels deep; a spec is a few levels of "
+                        "sections and values", Location(display, *deep))
+    try:
+        loader = _SpecLoader(text)
+    except yaml.reader.ReaderError as exc:  # a control character or another unprintable one
+        raise UserError(f"the character {chr(exc.character)!r} (U+{exc.character:04X}) is not allowed in "
+                        "YAML; remove it", Location(display, *_position(text, exc.position))) from None
     loader.name = display  # every mark names its file
     try:
         root = loader.get_single_node()

@@ -15,7 +15,7 @@ from typing import Any
 from generator import presets
 from generator.errors import Location, UserError
 from generator.spec.load import Document
-from generator.spec.schema import spec_schema, validate
+from generator.spec.schema import count_maximum, spec_schema, validate
 from generator.units import parse_count, parse_fraction
 
 _MODEL_REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length")
@@ -86,6 +86,10 @@ class Model:
     moe_pad_to_capacity: bool = False
     moe_token_dispatcher: str | None = None  # None: alltoall with ep > 1, else allgather
     moe_grouped_gemm: bool = False
+
+    def token_dispatcher(self, ep: int) -> str:
+        """The MoE token dispatcher: the one given, else alltoall with ep > 1, else allgather."""
+        return self.moe_token_dispatcher or ("alltoall" if ep > 1 else "allgather")
 
     def padded_vocab_size(self, tp: int) -> int:
         """The vocabulary Megatron builds: rounded up to make_vocab_size_divisible_by × tp."""
@@ -318,10 +322,7 @@ def build_spec(doc: Document) -> Spec:
         value = data[section].get(key)
         if value is None:
             return None
-        try:
-            number = parse_count(value, f"$.{section}.{key}")
-        except ValueError as exc:
-            raise UserError(str(exc), doc.locate([section, key])) from None
+        number = _located_count(doc, value, [section, key])
         if number <= 0:
             raise UserError(f"$.{section}.{key}: must be positive, got {value!r}",
                             doc.locate([section, key]))
@@ -369,7 +370,7 @@ def build_spec(doc: Document) -> Spec:
             python=data["launch"]["python"],
             extra_args=tuple(ShellRef(a["shell"]) if isinstance(a, dict) else a
                              for a in data["launch"]["extra_args"]),
-            env=tuple((k, _env_text(v)) for k, v in data["launch"]["env"].items()),
+            env=_env(doc, data["launch"]),
             check_extra_args=data["launch"].get("check_extra_args", True),
         ),
         slurm=Slurm(**{**data["slurm"], "container_mounts": tuple(data["slurm"]["container_mounts"])}),
@@ -383,10 +384,16 @@ def build_spec(doc: Document) -> Spec:
 
 
 def _located_count(doc: Document, value: Any, path: list) -> int:
+    """A count (8Mi, 1T, 4096) at ``path``, within the schema's maximum."""
+    where = "$." + ".".join(map(str, path))
     try:
-        return parse_count(value, "$." + ".".join(map(str, path)))
+        number = parse_count(value, where)
     except ValueError as exc:
         raise UserError(str(exc), doc.locate(path)) from None
+    limit = count_maximum(path)
+    if limit is not None and number > limit:
+        raise UserError(f"{where}: {value!r} is {number:,}; at most {limit:,}", doc.locate(path))
+    return number
 
 
 def _rampup(doc: Document, value: dict | None) -> tuple[int, int, int] | None:
@@ -403,6 +410,36 @@ def _step_schedule(doc: Document, value: list | None) -> tuple[tuple[int, int], 
                   e["global_batch_size"]) for k, e in enumerate(value))
 
 
+# names launch.sbatch sets and reads itself (an export would change the run it describes)
+SCRIPT_OWNED_ENV = ("NODES", "PROCS_PER_NODE", "WORLD_SIZE", "GEN_LAUNCH_DIR", "MEGATRON_ARGS",
+                    "TRAINER_ARGS", "TRAIN_ARGS", "EXTRA_ARGS", "RANK", "LOCAL_RANK", "IFS")
+# names whose value a bash child runs (BASH_ENV is sourced, prompts and PROMPT_COMMAND are
+# expanded, SHELLOPTS turns on xtrace ...) or that decide which programs run
+CODE_ENV = ("BASH_ENV", "ENV", "PROMPT_COMMAND", "PS1", "PS2", "PS3", "PS4", "SHELLOPTS", "BASHOPTS",
+            "BASH_XTRACEFD", "PATH", "CDPATH", "GLOBIGNORE")
+
+
+def _env(doc: Document, launch: dict) -> tuple[tuple[str, str], ...]:
+    """launch.env, with the names that would change the script or run code refused (the latter
+    unless launch.unsafe_env lists them)."""
+    unsafe = set(launch.get("unsafe_env") or ())
+    for name in launch["env"]:
+        if name in SCRIPT_OWNED_ENV:
+            raise UserError(f"$.launch.env: launch.sbatch sets or relies on {name} itself (the plan decides "
+                            "it); remove it here", doc.locate(["launch", "env", name], key=True))
+        if (name in CODE_ENV or name.startswith("BASH_")) and name not in unsafe:
+            raise UserError(f"$.launch.env: {name} makes every bash the job starts run what it says (or "
+                            f"decides which programs run); list it in launch.unsafe_env: [{name}] if that is "
+                            "meant",
+                            doc.locate(["launch", "env", name], key=True))
+    for name in sorted(unsafe):
+        if name in SCRIPT_OWNED_ENV:
+            raise UserError(f"$.launch.unsafe_env: launch.sbatch sets or relies on {name} itself; it cannot "
+                            "be exported",
+                            doc.locate(["launch", "unsafe_env"]))
+    return tuple((k, _env_text(v)) for k, v in launch["env"].items())
+
+
 def _env_text(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -412,7 +449,7 @@ def _env_text(value: Any) -> str:
 def _warmup(doc: Document, value: Any, count) -> Warmup:
     if isinstance(value, dict):
         (unit, _), = value.items()
-        amount = parse_count(value[unit], f"$.training.warmup.{unit}")
+        amount = _located_count(doc, value[unit], ["training", "warmup", unit])
         return Warmup(unit, amount)
     try:
         return Warmup("fraction", parse_fraction(value, "$.training.warmup"))

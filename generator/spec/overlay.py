@@ -24,11 +24,12 @@ def load_layers(path: Path, display: str, overrides: tuple[str, ...] = ()) -> Do
     return doc
 
 
-def _load_chain(path: Path, display: str, seen: tuple[Path, ...]) -> Document:
+def _load_chain(path: Path, display: str, seen: tuple[Path, ...],
+                named_at: Location | None = None) -> Document:
     real = path.resolve()
     if real in seen:
         chain = " → ".join(str(p.name) for p in (*seen, real))
-        raise UserError(f"extends forms a cycle: {chain}", Location(display))
+        raise UserError(f"extends forms a cycle: {chain}", named_at or Location(display))
     doc = load_yaml(read_text(path, display), display)
     if not isinstance(doc.root, yaml.MappingNode):
         return doc
@@ -40,10 +41,15 @@ def _load_chain(path: Path, display: str, seen: tuple[Path, ...]) -> Document:
                         doc.locate(["extends"]))
     base_path = path.parent / extends.value
     base_display = str(Path(display).parent / extends.value)
-    if not base_path.is_file():
+    try:
+        found = base_path.is_file()
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        raise UserError(f"$.extends: {extends.value[:80]!r} cannot be a file here ({exc.strerror})",
+                        doc.locate(["extends"])) from None
+    if not found:
         raise UserError(f"$.extends: {extends.value} not found (looked for {base_display})",
                         doc.locate(["extends"]))
-    return merge(_load_chain(base_path, base_display, (*seen, real)), doc)
+    return merge(_load_chain(base_path, base_display, (*seen, real), doc.locate(["extends"])), doc)
 
 
 def _merge_nodes(base: yaml.Node, over: yaml.Node) -> yaml.Node:
@@ -81,7 +87,13 @@ def _override(item: str) -> Document:
     """`a.b.c=value`: the value is read as YAML (so 8 is a number, [0.9, 0.95] a list)."""
     m = _SET.match(item)
     if not m:
-        raise UserError(f"--set {item!r}: expected PATH=VALUE, e.g. parallelism.tp=8")
+        path = item.split("=", 1)[0]
+        bad = next((k for k, part in enumerate(re.split(r"(\.)", path))
+                    if part != "." and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part)), None)
+        col = len(item) + 1 if "=" not in item else \
+            sum(len(p) for p in re.split(r"(\.)", path)[:bad]) + 1 if bad is not None else 1
+        raise UserError("expected PATH=VALUE with PATH dotted names, e.g. parallelism.tp=8",
+                        Location(f"--set {item}", 1, col))
     parts = m.group(1).split(".")
     text = "".join(f"{'  ' * depth}{part}:\n" for depth, part in enumerate(parts[:-1]))
     text += f"{'  ' * (len(parts) - 1)}{parts[-1]}: {m.group(2)}\n"

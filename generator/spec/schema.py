@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections.abc import Iterator
 from functools import cache
 from typing import Any
@@ -54,7 +55,66 @@ def validate(doc: Document) -> None:
         raise UserErrors(errors)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _branches(node: dict) -> list[dict]:
+    return [node, *node.get("anyOf", ()), *node.get("oneOf", ())]
+
+
+def _resolved(node: dict) -> dict:
+    ref = node.get("$ref")
+    if not ref:
+        return node
+    target: Any = spec_schema()
+    for part in ref.removeprefix("#/").split("/"):
+        target = target[part]
+    return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+
+
+def _integer_only(node: dict) -> bool:
+    types = [t for b in _branches(node)
+             for t in ([b["type"]] if isinstance(b.get("type"), str) else b.get("type", []))]
+    return "integer" in types and "number" not in types
+
+
+def _whole(value: Any) -> bool:
+    """A float that is a count's value written as a float (4.0; not 1e308: the maximum says so)."""
+    return isinstance(value, float) and value.is_integer() and abs(value) < 2**63
+
+
+def _normalise(data: Any, node: dict, path: list, doc: Document) -> Iterator[UserError]:
+    """Counts written as whole-number floats (4.0, 1.0e+6) become integers, in place, so that
+    nothing writes ``4.0`` where a count belongs; a control character (NUL, newline, escape) in
+    any string is refused: every string may reach a generated file."""
+    node = _resolved(node)
+    if isinstance(data, dict):
+        for key, value in data.items():
+            sub = next((b["properties"][key] for b in _branches(node) if key in b.get("properties", {})),
+                       None)
+            if sub is None:
+                sub = next((b["additionalProperties"] for b in _branches(node)
+                            if isinstance(b.get("additionalProperties"), dict)), {})
+            if _whole(value) and _integer_only(_resolved(sub)):
+                data[key] = int(value)
+            yield from _normalise(data[key], sub, [*path, key], doc)
+    elif isinstance(data, list):
+        sub = next((b["items"] for b in _branches(node) if isinstance(b.get("items"), dict)), {})
+        for k, value in enumerate(data):
+            if _whole(value) and _integer_only(_resolved(sub)):
+                data[k] = int(value)
+            yield from _normalise(data[k], sub, [*path, k], doc)
+    elif isinstance(data, str) and (bad := _CONTROL.search(data)):
+        yield UserError(f"{json_path(path)}: {data[:60]!r} holds the control character {bad.group()!r}; "
+                        "every string reaches a generated file (a shell script, #SBATCH lines): remove it",
+                        doc.locate(path))
+
+
 def _errors(doc: Document) -> Iterator[UserError]:
+    control = list(_normalise(doc.data, spec_schema(), [], doc))
+    if control:
+        yield from control
+        return
     raw = list(_validator().iter_errors(doc.data))
     enum_paths = {tuple(e.absolute_path) for e in raw if e.validator == "enum"}
     for err in raw:
@@ -81,10 +141,20 @@ def _errors(doc: Document) -> Iterator[UserError]:
 def _matching_branch(err: Any) -> Any:
     """For an anyOf (integer | "auto" | list) whose value has the right type for one branch, that
     branch's own error (a minimum, an item) rather than the summary of all branches."""
-    if err.validator != "anyOf" or not err.context:
+    if err.validator not in ("anyOf", "oneOf") or not err.context:
         return None
-    relevant = [e for e in err.context if e.validator not in ("type", "const", "enum") or e.path]
-    return relevant[0] if len(relevant) == 1 else None
+    if err.validator == "anyOf":
+        relevant = [e for e in err.context if e.validator not in ("type", "const", "enum") or e.path]
+    else:  # a oneOf of forms ({iters: N} | {samples: N}, a count | "8Mi"): the error inside the
+        # form whose keys match, or the bound a number of the right type breaks (its own wording
+        # stays for a string that matches no form)
+        relevant = [e for e in err.context if e.path or e.validator in _BOUNDS]
+    if len(relevant) != 1:
+        return None
+    return _matching_branch(relevant[0]) or relevant[0]
+
+
+_BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
 
 
 def _message(err: Any) -> str:
@@ -146,3 +216,22 @@ def _distance(a: str, b: str) -> int:
             current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
         previous = current
     return previous[-1]
+
+
+def count_maximum(path: list) -> int | None:
+    """The schema's maximum for the count at ``path`` (its integer form's; list items by index)."""
+    node: Any = spec_schema()
+    for part in path:
+        if isinstance(part, int):
+            node = node.get("items", {})
+            continue
+        node = next((branch["properties"][part] for branch in (node, *node.get("oneOf", ()),
+                                                              *node.get("anyOf", ()))
+                     if part in branch.get("properties", {})), None)
+        if node is None:
+            return None
+    for branch in (node, *node.get("oneOf", ()), *node.get("anyOf", ())):
+        if "maximum" in branch:
+            return branch["maximum"]
+    return None
+

@@ -17,12 +17,13 @@ import re
 from dataclasses import dataclass, field
 
 from generator.readers.bash import arith
-from generator.readers.bash.lexer import Arith, ArrayAssign, Lit, Op, Param, Redirect, Word, lex
+from generator.readers.bash.lexer import STOPPED, Arith, ArrayAssign, Lit, Op, Param, Redirect, Word, lex
 
 UNKNOWN = "\x00"  # stands for a run-time value inside a field's text
 MAX_COMMANDS = 20_000
 MAX_DEPTH = 8
 MAX_VALUE = 1 << 20
+MAX_WORDS = 10_000  # elements of one array (A=("${A[@]}" "${A[@]}") doubles it per line)
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 KEYWORDS = {"if", "then", "elif", "else", "fi", "esac", "while", "until", "do", "done", "!", "{", "}",
             "time", "coproc"}
@@ -346,7 +347,7 @@ class Evaluator:
                 values, array = old.values + values, True
             else:
                 values = [(old.values[0] if old.values else []) + (values[0] if values else [])]
-        if sum(len(s.text or "") for v in values for s in v) > MAX_VALUE:
+        if len(values) > MAX_WORDS or sum(len(s.text or "") for v in values for s in v) > MAX_VALUE:
             raise _Budget
         self.vars[name] = Var(values, array, exported or bool(old and old.exported), offset)
 
@@ -699,8 +700,9 @@ def read_script(text: str, name: str = "-", resolve_source=None,
     try:
         evaluator.run(items, 0)
     except _Budget:
-        script.problems.append((0, "evaluation stopped: the script exceeds the reader's budget "
-                                   f"({MAX_COMMANDS:,} commands, {MAX_VALUE:,}-byte values)"))
+        script.problems.append((0, f"{STOPPED}: the script exceeds the reader's budget "
+                                   f"({MAX_COMMANDS:,} commands, {MAX_VALUE:,}-byte values, "
+                                   f"{MAX_WORDS:,}-element arrays)"))
     except RecursionError:
-        script.problems.append((0, "evaluation stopped: nesting too deep"))
+        script.problems.append((0, f"{STOPPED}: nesting too deep to follow"))
     return script

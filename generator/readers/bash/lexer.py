@@ -474,7 +474,16 @@ _ALTERNATIVES = {options: re.compile("|".join(re.escape(o) for o in options))
                  for options in (OPERATORS, REDIRECTS)}  # each tuple lists longer tokens first
 
 
+STOPPED = "reading stopped"  # a problem that ends the reading of a file (lint: GL902, an error)
+
+
 def lex(text: str, base: int = 0) -> tuple[list, list[tuple[int, str]], list[tuple[int, str]]]:
     """(items, problems, what cuts a command short: (offset, "comment" or "backslash"))."""
     lexer = Lexer(text, base)
-    return lexer.run(), lexer.problems, lexer.cuts
+    try:
+        items = lexer.run()
+    except RecursionError:  # nesting ("$( or ${A:- a thousand deep) beyond what is followed
+        items = lexer.items
+        lexer.problems.append((lexer.off(), f"{STOPPED}: nesting too deep to follow; the rest of the file is "
+                                            "not read"))
+    return items, lexer.problems, lexer.cuts

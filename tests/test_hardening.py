@@ -1,0 +1,270 @@
+"""Hostile input: every class a fuzz campaign found (unbounded work, internal errors, counts
+written as floats, code through the environment) ends in a located refusal (exit 2), a finding
+(exit 1) or a correct file, in bounded time; and a seeded fuzz over specs and scripts keeps it so.
+The command runs in a subprocess with a timeout: a hang fails the test instead of stopping CI."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from generator.dialects import dialect
+from generator.lint.engine import lint_texts
+
+from .conftest import ROOT
+from .helpers import spec_dict
+
+LOCATED = re.compile(r"^\S.*:\d+:\d+: ", re.S)  # file:line:col (the file, or the --set option)
+TIMEOUT = 60
+
+
+def gen_launch(*args: str, cwd: Path, stdin: str | None = None) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "generator", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=TIMEOUT, input=stdin if stdin is not None else "",
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def write(tmp_path: Path, data: dict | str, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def assert_refused(code: int, stderr: str, fragment: str) -> None:
+    assert code == 2, stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr, stderr
+    assert LOCATED.match(stderr.strip().splitlines()[0]), stderr
+    assert fragment in stderr, stderr
+
+
+BASE = spec_dict()
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"cluster": {"nodes": 10**22}}, "$.cluster.nodes: must be at most 100000"),
+    ({"cluster": {"gpus_per_node": 1.0e308}}, "$.cluster.gpus_per_node: must be at most 64, got 1e+308"),
+    ({"model": {"num_attention_heads": 10**21 + 1}}, "$.model.num_attention_heads: must be at most"),
+    ({"model": {"num_layers": 10**21 + 1}}, "$.model.num_layers: must be at most"),
+    ({"batch": {"gradient_accumulation_steps": None, "global_batch_size": 10**23 + 1}},
+     "$.batch.global_batch_size: must be at most"),
+    ({"batch": {"gradient_accumulation_steps": None, "tokens_per_step": "9999999Ti"}},
+     "$.batch.tokens_per_step: '9999999Ti' is"),
+    ({"training": {"warmup": {"iters": 10**15}}}, "$.training.warmup.iters: must be at most"),
+    ({"launch": {"env": {"BASH_ENV": "$(touch x)"}}}, "list it in launch.unsafe_env: [BASH_ENV]"),
+    ({"launch": {"env": {"PROMPT_COMMAND": "x"}}}, "launch.unsafe_env"),
+    ({"launch": {"env": {"IFS": ":"}}}, "launch.sbatch sets or relies on IFS itself"),
+    ({"launch": {"env": {"MEGATRON_ARGS": "x"}}}, "launch.sbatch sets or relies on MEGATRON_ARGS"),
+    ({"launch": {"env": {"PATH": "/x"}}}, "PATH makes every bash"),
+    ({"launch": {"extra_args": ["a\x00b"], "check_extra_args": False}}, "holds the control character '\\x00'"),
+    ({"launch": {"extra_args": ["a\nb"], "check_extra_args": False}}, "holds the control character '\\n'"),
+    ({"slurm": {"partition": "gpu\n#SBATCH --x"}}, "$.slurm.partition"),
+    ({"batch": {"rampup": {"start": 2, "increment": 2, "samples": 1000}, "gradient_accumulation_steps": None,
+                "global_batch_size": 2 * 10**6, "micro_batch_size": 1}, "training": {"train_samples": 10**8,
+                                                                                      "train_iters": None}},
+     "increments of 2"),
+])
+def test_hostile_spec_values_are_refused_where_they_are(change, fragment, tmp_path: Path) -> None:
+    data = spec_dict(**change)
+    code, _, stderr = gen_launch("spec.yaml", "--target", "all", "-o", "out", cwd=write(tmp_path, data).parent)
+    assert_refused(code, stderr, fragment)
+
+
+def test_an_allowed_unsafe_name_is_exported_quoted(tmp_path: Path) -> None:
+    data = spec_dict(launch={"env": {"BASH_ENV": "/etc/site.sh"}, "unsafe_env": ["BASH_ENV"]})
+    code, out, stderr = gen_launch("spec.yaml", "--target", "slurm", cwd=write(tmp_path, data).parent)
+    assert code == 0, stderr
+    assert "export BASH_ENV=/etc/site.sh" in out
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    (yaml.safe_dump(BASE) + "x: " + "[" * 2000 + "]" * 2000 + "\n", "nested more than 64 levels deep"),
+    (yaml.safe_dump(BASE) + "".join("  " * i + f"k{i}:\n" for i in range(300)) + "  " * 300 + "v\n",
+     "nested more than 64 levels deep"),
+    ("name: t\x01\n" + yaml.safe_dump({k: v for k, v in BASE.items() if k != "name"}),
+     "the character '\\x01' (U+0001) is not allowed"),
+    (yaml.safe_dump(BASE) + "extends: " + "a" * 300 + "\n", "cannot be a file here"),
+])
+def test_hostile_spec_files_are_refused_where_they_are(text: str, fragment: str, tmp_path: Path) -> None:
+    code, _, stderr = gen_launch("spec.yaml", "--target", "megatron", cwd=write(tmp_path, text).parent)
+    assert_refused(code, stderr, fragment)
+
+
+@pytest.mark.parametrize(("option", "fragment"), [
+    ("model.x=" + "[" * 2000 + "]" * 2000, "nested more than 64 levels deep"),
+    ("a..b=1", "expected PATH=VALUE"), ("model.tp", "expected PATH=VALUE"),
+])
+def test_hostile_set_options_are_refused_at_the_option(option: str, fragment: str, tmp_path: Path) -> None:
+    code, _, stderr = gen_launch("spec.yaml", "--target", "megatron", "--set", option,
+                                 cwd=write(tmp_path, BASE).parent)
+    assert_refused(code, stderr, fragment)
+    assert stderr.startswith(f"--set {option}:")
+
+
+def test_a_control_character_in_the_spec_path_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, BASE, "new\nline.yaml")
+    code, _, stderr = gen_launch("new\nline.yaml", "--target", "megatron", cwd=tmp_path)
+    assert code == 2 and "the path holds a control character" in stderr and "internal error" not in stderr
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "/dev/stdin", "/proc/self/status"])
+def test_generate_reads_no_special_file(target: str, tmp_path: Path) -> None:
+    code, _, stderr = gen_launch(target, "--target", "megatron", cwd=tmp_path)
+    assert code == 2 and "only regular files are read" in stderr, stderr
+
+
+def test_whole_number_floats_are_written_as_counts(tmp_path: Path) -> None:
+    """micro 2.0, nodes 2.0 with a token target, cpus 96.0: the files say 2, 96 (never 2.0)."""
+    data = spec_dict(cluster={"nodes": 2.0, "gpus_per_node": 8.0, "gpu": "h100-80gb"},
+                     batch={"micro_batch_size": 2.0, "gradient_accumulation_steps": None,
+                            "tokens_per_step": 65536.0},
+                     model={"num_layers": 8.0, "rotary_base": 1.0e6, "position_embedding": "rope"},
+                     slurm={"cpus_per_task": 96.0})
+    code, _, stderr = gen_launch("spec.yaml", "--target", "all", "-o", "out", cwd=write(tmp_path, data).parent)
+    assert code == 0, stderr
+    out = tmp_path / "out"
+    assert_counts_are_integers(out)
+    assert "#SBATCH --cpus-per-task=96\n" in (out / "launch.sbatch").read_text()
+    assert "  --micro-batch-size 2\n" in (out / "megatron_args.sh").read_text()
+    assert "  --rotary-base 1000000\n" in (out / "megatron_args.sh").read_text()
+
+
+_INT_FLAGS = {e.flag for name in ("megatron-lm", "megatron-deepspeed/microsoft", "megatron-deepspeed/bigscience")
+              for e in dialect(name).entries if e.type == "int"}
+
+
+def assert_counts_are_integers(out: Path) -> None:
+    """Every int flag of the Megatron arguments, #SBATCH count and DeepSpeed batch key is an integer."""
+    for path in out.rglob("*"):
+        if path.name == "megatron_args.sh":
+            for line in path.read_text().splitlines():
+                words = line.split()
+                if words and words[0] in _INT_FLAGS:
+                    assert all(re.fullmatch(r"\d+", w) for w in words[1:]), line
+        elif path.name == "launch.sbatch":
+            for line in path.read_text().splitlines():
+                if re.match(r"#SBATCH --(nodes|ntasks-per-node|cpus-per-task|gpus-per-node)=", line):
+                    assert re.fullmatch(r"#SBATCH --[a-z-]+=(\w+:)?\d+", line), line
+        elif path.name == "ds_config.json":
+            config = json.loads(path.read_text())
+            for key in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
+                assert isinstance(config.get(key, 0), int), (key, config)
+
+
+# -- lint and import -----------------------------------------------------------------------------
+
+SCRIPTS = {
+    "doubling.sh": "A=(x)\n" + 'A=("${A[@]}" "${A[@]}")\n' * 22 + 'torchrun pretrain_gpt.py "${A[@]}"\n',
+    "long-line.sh": "torchrun pretrain_gpt.py --micro-batch-size 2 " + "x" * 1_000_000 + "\n",
+    "nested-default.sh": "X=" + "${A:-" * 1000 + "x" + "}" * 1000 + "\ntorchrun pretrain_gpt.py $X\n",
+    "nested-subst.sh": 'X=' + '"$(' * 1000 + "x" + ')"' * 1000 + "\ntorchrun pretrain_gpt.py $X\n",
+    "late-sbatch.sh": "echo hi\n#SBATCH --nodes=2\nsrun torchrun --nproc-per-node $SLURM_NTASKS pretrain_gpt.py "
+                      "--micro-batch-size 2\n",
+    "kmsg.sh": "source /proc/kmsg\ntorchrun pretrain_gpt.py --micro-batch-size 2\n",
+}
+# what each reading must report: a stopped reading is an error (exit 1), never silence
+EXPECTED = {"doubling.sh": "GL902", "nested-default.sh": "GL902", "nested-subst.sh": "GL902",
+            "late-sbatch.sh": "GL302"}
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_hostile_scripts_lint_and_import_in_bounds(name: str, tmp_path: Path) -> None:
+    write(tmp_path, SCRIPTS[name], name)
+    code, out, stderr = gen_launch("lint", name, cwd=tmp_path)
+    assert code in (0, 1) and "internal error" not in stderr + out, stderr + out
+    if name in EXPECTED:
+        assert EXPECTED[name] in out and code == 1, out
+    code, out, stderr = gen_launch("import", name, cwd=tmp_path)
+    assert code in (0, 1, 2) and "internal error" not in stderr, stderr
+
+
+def test_special_files_are_findings_not_hangs(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo.sh")
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "folder" / "in-folder.sh")
+    (tmp_path / "zero.sh").symlink_to("/dev/zero")
+    code, out, stderr = gen_launch("lint", "fifo.sh", "folder", "zero.sh", "/dev/stdin", cwd=tmp_path)
+    assert code == 1, stderr
+    assert out.count("GL900") == 4, out
+    assert "not a regular file" in out and "a special file (/dev/zero)" in out
+    code, _, stderr = gen_launch("import", "fifo.sh", cwd=tmp_path)
+    assert code == 2 and "not a regular file" in stderr
+
+
+# -- seeded fuzz ---------------------------------------------------------------------------------
+
+_HOSTILE_VALUES = [0, -1, 4.0, 2.5, 1.0e308, float("inf"), 10**30, "", "auto", "4Mi", "1e9", "a\x00b",
+                   "$(touch pwned)", None, [], [1, 2], {"x": 1}, True, "x" * 300, "\u202e"]
+
+
+def _paths(data, prefix=()):
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield (*prefix, key)
+            yield from _paths(value, (*prefix, key))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.randoms(use_true_random=False))
+def test_mutated_specs_end_in_a_located_refusal_or_integer_counts(rng: random.Random) -> None:
+    """A valid spec with a few values replaced by hostile ones: exit 0, 1 or 2, never an
+    internal error; a refusal is located; written files carry integer counts."""
+    import tempfile
+
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    data = spec_dict(launch={"launcher": rng.choice(["torchrun", "srun", "deepspeed"])})
+    paths = list(_paths(data))
+    for _ in range(rng.randint(1, 3)):
+        path = rng.choice(paths)
+        node = data
+        for part in path[:-1]:
+            node = node[part] if isinstance(node.get(part), dict) else None
+            if node is None:
+                break
+        if node is not None:
+            node[path[-1]] = rng.choice(_HOSTILE_VALUES)
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.yaml"
+        spec.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        result = CliRunner().invoke(app, ["generate", str(spec), "--target", "all", "-o", str(Path(tmp) / "out")])
+        assert result.exit_code in (0, 1, 2), (data, result.output)
+        assert "internal error" not in result.output and not isinstance(result.exception, Exception) or \
+            isinstance(result.exception, SystemExit), (data, result.output)
+        if result.exit_code == 2:
+            assert LOCATED.match(result.stderr.strip()), (data, result.stderr)
+        elif result.exit_code == 0:
+            assert_counts_are_integers(Path(tmp) / "out")
+
+
+_FRAGMENTS = ["${A:-", '"$(', "$((", "<<EOF\n", "'", '"', "\\\n", "A=(x)\n", 'A=("${A[@]}" "${A[@]}")\n',
+              "if [ -n x ]; then\n", "fi\n", "case $X in\n", "esac\n", "source ./x.sh\n", "\x00", "\x1b[",
+              "--micro-batch-size 1e400 ", "--num-attention-heads 99999999999999999999999 ", "#SBATCH --nodes=",
+              "$SLURM_NTASKS ", "eval \"$X\"\n", "bash -c '", "}" * 50, ")" * 50]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False))
+def test_mutated_scripts_lint_without_internal_errors(rng: random.Random) -> None:
+    """Real-style launch scripts with fragments spliced in: lint reads every one (findings, no
+    exception), whatever is spliced where."""
+    corpus = sorted((ROOT / "tests" / "lint_corpus").glob("*/*.sh"))
+    text = rng.choice(corpus).read_text()
+    for _ in range(rng.randint(1, 6)):
+        at = rng.randint(0, len(text))
+        text = text[:at] + rng.choice(_FRAGMENTS) * rng.randint(1, 300) + text[at:]
+    result = lint_texts({"run.sh": text})
+    assert isinstance(result.findings, list)
