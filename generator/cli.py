@@ -98,7 +98,8 @@ SpecArg = Annotated[Path, typer.Argument(help="The run spec (YAML).", show_defau
 def generate(
     specs: Annotated[list[Path], typer.Argument(
         metavar="SPEC...", help="Run spec(s) (YAML); several only without --out (e.g. from "
-        "pre-commit), each to its default folder.", show_default=False)],
+        "pre-commit), each to its default folder. With --check, a generated file stands for the "
+        "spec its plan.json names.", show_default=False)],
     target: Annotated[Target, typer.Option("--target", "-t", help="Which artifact to render.")] = Target.all,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder (default for "
                    "--target all: launch/<name>/). A single target without --out prints to stdout.")] = None,
@@ -114,6 +115,12 @@ def generate(
     if len(specs) > 1 and out is not None:
         typer.echo("--out takes one spec; several specs each go to launch/<name>/", err=True)
         raise typer.Exit(2)
+    if check and out is None:  # pre-commit passes the generated files a commit touches too
+        from generator.drift import specs_of
+
+        specs, notes = specs_of(specs)
+        for note in notes:
+            typer.echo(note, err=True)
     codes = [_guarded(lambda spec=spec: _generate_one(spec, target, out, strict, check, diff,
                                                       overrides))
              for spec in specs]

@@ -45,3 +45,32 @@ def compare(expected: dict[str, str], folder: Path, extras: bool = True) -> Drif
     drift.extra = sorted(present - set(expected)) if extras else []
     drift.diff = "".join(chunks)
     return drift
+
+
+def specs_of(paths: list[Path]) -> tuple[list[Path], list[str]]:
+    """The specs to check for files a commit touches (pre-commit passes specs and generated files
+    alike): a spec is itself; a generated file is the spec its folder's plan.json names (the
+    nearest plan.json at or above it). ([specs, in order, once each], [notes on files skipped])."""
+    import json
+
+    from generator.lint.discover import looks_like_spec
+
+    specs: list[Path] = []
+    notes: list[str] = []
+    for path in paths:
+        if path.suffix in (".yaml", ".yml") and path.is_file() and \
+                looks_like_spec(path.read_text(encoding="utf-8", errors="replace")):
+            spec: Path | None = path
+        else:
+            plan = next((d / "plan.json" for d in (path.parent, *path.parent.parents)
+                         if (d / "plan.json").is_file()), None)
+            try:
+                spec = Path(json.loads(plan.read_text(encoding="utf-8"))["spec"]) if plan else None
+            except (ValueError, KeyError, TypeError, OSError):
+                spec = None
+            if spec is None:
+                notes.append(f"{path}: no plan.json beside it names a spec; not checked")
+                continue
+        if spec not in specs:
+            specs.append(spec)
+    return specs, notes

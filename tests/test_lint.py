@@ -4,6 +4,7 @@ output formats (SARIF validated against its schema), exit codes, suppression and
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -260,3 +261,65 @@ def test_removed_flag_is_an_error_only_where_every_fitting_dialect_refuses_it(tm
     pretrain = tmp_path / "pretrain.sh"
     pretrain.write_text(script.read_text().replace("tasks/main.py --task MNLI", "pretrain_bert.py"))
     assert [i.finding.code for i in lint_paths([pretrain]).items] == ["GL201"]
+
+
+def _readme_snippet(name: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    block = text.split(f"<!-- {name}:start -->", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
+    return block.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_precommit_snippet_fails_a_commit_that_edits_a_generated_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's pre-commit configuration, with the two values a user fills in (this
+    repository for its URL, its HEAD commit for the rev), installed by the real pre-commit into
+    a scratch repository: a commit that only hand-edits a generated file fails; regenerated, it
+    passes."""
+    import os
+    import subprocess
+    import sys
+
+    if not (ROOT / ".git").exists():
+        message = "the pre-commit hook installs from this checkout's git history"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    snippet = _readme_snippet("pre-commit-snippet")
+    assert "rev: 0000000000000000000000000000000000000000" in snippet
+    config = snippet.replace("https://github.com/gen-launch/gen-launch", str(ROOT)) \
+        .replace("0000000000000000000000000000000000000000", head)
+    repo = tmp_path / "experiments"
+    repo.mkdir()
+    (repo / ".pre-commit-config.yaml").write_text(config)
+    shutil.copy(ROOT / "samples" / "cpu-tiny.yaml", repo / "tiny.launch.yaml")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+
+    git("init", "-q")
+    monkeypatch.chdir(repo)  # generated from the repository's root, as the README shows
+    generated = runner.invoke(app, ["generate", "tiny.launch.yaml"])
+    assert generated.exit_code == 0, generated.output
+    plan = json.loads((repo / "launch" / "cpu-tiny" / "plan.json").read_text())
+    assert plan["spec"] == "tiny.launch.yaml"
+    install = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=repo, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stdout + install.stderr
+    git("add", ".")
+    first = git("commit", "-qm", "spec and its files")
+    assert first.returncode == 0, first.stdout + first.stderr
+    sbatch = repo / "launch" / "cpu-tiny" / "launch.sbatch"
+    sbatch.write_text(sbatch.read_text().replace("#SBATCH --nodes=2", "#SBATCH --nodes=3"))
+    git("add", "launch/cpu-tiny/launch.sbatch")
+    edited = git("commit", "-qm", "hand-edit a generated file")
+    assert edited.returncode != 0, edited.stdout + edited.stderr
+    assert "changed: launch.sbatch" in edited.stdout + edited.stderr
+    regenerated = runner.invoke(app, ["generate", "tiny.launch.yaml"])
+    assert regenerated.exit_code == 0, regenerated.output
+    git("add", ".")
+    again = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--files", "launch/cpu-tiny/launch.sbatch"],
+                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert re.search(r"up to date with their specs \(gen-launch\)\.+Passed", again.stdout), again.stdout
