@@ -323,3 +323,63 @@ def test_the_readme_precommit_snippet_fails_a_commit_that_edits_a_generated_file
                            cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     assert re.search(r"up to date with their specs \(gen-launch\)\.+Passed", again.stdout), again.stdout
+
+
+def _action_steps(inputs: dict[str, str], workdir: Path) -> list[tuple[str, int, str]]:
+    """action.yml's bash steps run as GitHub runs them (bash -eo pipefail, the step's env with
+    the inputs filled in), in ``workdir``; the steps that use other actions (setup-python, the
+    SARIF upload) and the install (this checkout is installed already) are not run.
+    [(step name, exit code, output)] up to the first that fails."""
+    import os
+    import subprocess
+    import sys
+
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    values = {**{k: str(v.get("default", "")) for k, v in action["inputs"].items()}, **inputs}
+
+    def fill(text: str) -> str:
+        text = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: values[m.group(1)], text)
+        return text.replace("${{ github.action_path }}", str(ROOT))
+
+    out = []
+    for step in action["runs"]["steps"]:
+        condition = step.get("if", "")
+        for name, value in values.items():
+            condition = condition.replace(f"inputs.{name}", repr(value))
+        condition = condition.replace("always() && ", "").replace("&&", "and")
+        if condition and not eval(condition, {}):  # noqa: S307 - the action's own conditions
+            continue
+        if "run" not in step or "pip install" in step["run"]:
+            continue
+        env = {**os.environ, **{k: fill(v) for k, v in (step.get("env") or {}).items()},
+               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}  # where pip put gen-launch
+        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                              cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+        out.append((step.get("name", ""), proc.returncode, proc.stdout + proc.stderr))
+        if proc.returncode:
+            break
+    return out
+
+
+def test_the_github_action_lints_with_sarif_and_checks_generated_files(tmp_path: Path, monkeypatch) -> None:
+    """action.yml: a workflow of three lines (checkout, uses, with) lints with SARIF and
+    annotations (failing on errors) and fails when a generated file drifted."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    install = next(s for s in action["runs"]["steps"] if "pip install" in s.get("run", ""))
+    assert install["env"]["GEN_LAUNCH_SOURCE"] == "${{ github.action_path }}"  # this repository, at its ref
+    assert any(s.get("uses", "").startswith("github/codeql-action/upload-sarif") for s in action["runs"]["steps"])
+    shutil.copytree(CORPUS / "bad", tmp_path / "launch-bad")
+    steps = _action_steps({"lint": "launch-bad"}, tmp_path)
+    assert [(name, code) for name, code, _ in steps][-1] == ("Lint", 1), steps
+    assert "::error file=launch-bad/" in steps[-1][2]
+    sarif = json.loads((tmp_path / "gen-launch.sarif").read_text())
+    assert sarif["runs"][0]["results"]
+    shutil.copy(ROOT / "samples" / "cpu-tiny.yaml", tmp_path / "tiny.launch.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert runner.invoke(app, ["generate", "tiny.launch.yaml"]).exit_code == 0
+    steps = _action_steps({"check": "*.launch.yaml"}, tmp_path)
+    assert steps[-1][:2] == ("Generated files match their specs", 0), steps
+    sbatch = tmp_path / "launch" / "cpu-tiny" / "launch.sbatch"
+    sbatch.write_text(sbatch.read_text() + "# edited\n")
+    steps = _action_steps({"check": "*.launch.yaml"}, tmp_path)
+    assert steps[-1][1] == 1 and "changed: launch.sbatch" in steps[-1][2], steps
