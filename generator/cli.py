@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,10 +21,28 @@ import typer
 from generator import __version__
 from generator.errors import UserError
 
+
+def _no_flag_type(display):
+    """--help shows a switch without a value type (typer's rich help prints ``<bool>``)."""
+    return lambda self, ctx: None if getattr(self, "is_flag", False) else display(self, ctx)
+
+
+def _usage_name(self) -> str:
+    """A required argument in the usage line as ``SPEC`` (``SPEC...`` for several), an optional
+    one as ``[SPEC]``: the convention of man pages (typer writes ``{spec}``)."""
+    name = self.display_name_raw.upper()
+    return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
+
+
+typer.core.TyperOption.display_type_rich = _no_flag_type(typer.core.TyperOption.display_type_rich)
+if hasattr(typer.core.TyperArgument, "_usage_display_name"):
+    typer.core.TyperArgument._usage_display_name = _usage_name
+
 app = typer.Typer(
     name="gen-launch",
     help="One YAML run spec -> one consistent plan -> DeepSpeed JSON, Megatron-LM arguments and "
-    "a Slurm sbatch script that agree by construction.",
+    "a Slurm sbatch script that agree by construction. `gen-launch SPEC` is short for "
+    "`gen-launch generate SPEC`.",
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
@@ -97,7 +116,7 @@ SpecArg = Annotated[Path, typer.Argument(help="The run spec (YAML).", show_defau
 @app.command()
 def generate(
     specs: Annotated[list[Path], typer.Argument(
-        metavar="SPEC...", help="Run spec(s) (YAML); several only without --out (e.g. from "
+        metavar="SPEC", help="Run spec(s) (YAML); several only without --out (e.g. from "
         "pre-commit), each to its default folder. With --check, a generated file stands for the "
         "spec its plan.json names.", show_default=False)],
     target: Annotated[Target, typer.Option("--target", "-t", help="Which artifact to render.")] = Target.all,
@@ -108,6 +127,8 @@ def generate(
     check: Annotated[bool, typer.Option("--check", help="Write nothing: compare with the files in "
                      "the output folder and exit 1 if any differs, is missing or is extra.")] = False,
     diff: Annotated[bool, typer.Option("--diff", help="With --check: print a unified diff.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Leave out the notes (roundings, "
+                     "auto-plan's choice); warnings and errors still print.")] = False,
     overrides: SetOption = None,
 ) -> None:
     """Render the plan into ds_config.json, megatron_args.sh, launch.sbatch and plan.json."""
@@ -122,14 +143,14 @@ def generate(
         for note in notes:
             typer.echo(note, err=True)
     codes = [_guarded(lambda spec=spec: _generate_one(spec, target, out, strict, check, diff,
-                                                      overrides))
+                                                      overrides, quiet))
              for spec in specs]
     if any(codes):
         raise typer.Exit(max(codes))
 
 
 def _generate_one(spec: Path, target: Target, out: Path | None, strict: bool, check: bool,
-                  diff: bool, overrides: list[str] | None) -> int:
+                  diff: bool, overrides: list[str] | None, quiet: bool = False) -> int:
     """Render one spec (its stages, or its sweep points) as {relative path: text}, then write,
     print or --check it; returns the exit code: 0, or 1 for drift or --strict."""
     from generator.artifacts import spec_files
@@ -140,7 +161,8 @@ def _generate_one(spec: Path, target: Target, out: Path | None, strict: bool, ch
     wanted = None if target is Target.all else ARTIFACTS[target.value][0]
     files, reports, problems = spec_files(loaded, wanted)
     for line in reports:
-        typer.echo(line, err=True)
+        if not (quiet and re.match(r"(\S+: )?note: ", line)):  # a sweep point's lines carry its name
+            typer.echo(line, err=True)
     if wanted is not None and out is None and not check:
         if len(files) != 1:
             raise UserError(f"{spec}: {len(files)} files (stages or sweep points); give --out to "
@@ -251,7 +273,7 @@ def plan_(
                 lines.append("the spec fixes every layout field; give one (e.g. parallelism.tp: "
                              "auto) to search")
             if result.ranked:
-                lines += ["", table(result, top), "", why_best(result.ranked),
+                lines += ["", table(result, top), "", why_best(result.ranked, result.fitting),
                           "generate uses #1"]
             else:
                 lines += ["", missing]
@@ -371,7 +393,8 @@ def rules(code: Annotated[str | None, typer.Argument(help="A rule code such as G
     if rule is None:
         typer.echo(f"unknown rule {code!r}; `gen-launch rules` lists them", err=True)
         raise typer.Exit(2)
-    typer.echo(f"{rule.code} {rule.name} ({rule.severity})\n\n{rule.summary}\n\n{rule.explanation}")
+    text = f"{rule.code} {rule.name} ({rule.severity})\n\n{rule.summary}\n\n{rule.explanation}"
+    typer.echo(text.replace("``", "`"))  # the docstrings' reST literals, as a terminal shows code
 
 
 def entrypoint(argv: list[str] | None = None) -> None:

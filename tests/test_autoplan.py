@@ -285,3 +285,20 @@ def test_plan_and_explain_estimate_the_same_layout_alike(sample) -> None:
     assert row["memory_gib"] == pytest.approx(estimate.memory.total / GIB, abs=0.01)
     if estimate.performance is not None:
         assert row["step_time_s"] == pytest.approx(estimate.performance.step_time_s, rel=1e-3)
+
+
+def test_one_parallel_layout_among_many_fitting_candidates_is_said_so(tmp_path: Path) -> None:
+    """With tp and pp fixed and the micro batch searched, one parallel layout row fits in several
+    candidates: the summary says that, not "the only layout that fits"."""
+    from generator.autoplan.report import why_best
+
+    data = spec_dict(parallelism={"tp": 2, "pp": 2}, batch={"micro_batch_size": "auto",
+                                                           "gradient_accumulation_steps": None,
+                                                           "global_batch_size": 64})
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    _, _, result = run_search(load_document(path))
+    assert len(result.ranked) == 1 and result.fitting > 1, (len(result.ranked), result.fitting)
+    text = why_best(result.ranked, result.fitting)
+    assert "is the only parallel layout that fits; the other" in text
+    assert f"{result.fitting - 1:,} candidates that fit are it with another micro batch" in text

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from generator import __version__
@@ -116,3 +117,40 @@ def test_internal_errors_have_no_traceback(monkeypatch: pytest.MonkeyPatch) -> N
     assert result.exit_code == 2
     assert "internal error: KeyError" in result.stderr and "Traceback" not in result.stderr
     assert os.environ.get("GEN_LAUNCH_DEBUG") is None
+
+
+def test_help_texts_read_as_a_man_page() -> None:
+    """No ``<bool>`` after a switch, required arguments as ``SPEC...``, `gen-launch SPEC` named."""
+    top = runner.invoke(app, ["--help"]).output
+    assert "<bool>" not in top and "`gen-launch SPEC` is short for `gen-launch generate SPEC`" in \
+        " ".join(top.replace("│", " ").split())
+    generate = runner.invoke(app, ["generate", "--help"]).output
+    assert "generate [OPTIONS] SPEC..." in generate and "{" not in generate.split("\n", 3)[1]
+    assert "<bool>" not in generate and "--quiet" in generate
+    assert "explain [OPTIONS] SPEC" in runner.invoke(app, ["explain", "--help"]).output
+    assert "``" not in runner.invoke(app, ["rules", "GL901"]).output
+
+
+@pytest.mark.parametrize(("field", "value", "meant"), [
+    ("gpu", "H100", "did you mean 'h100-80gb'?"), ("gpu", "A100", "did you mean one of 'a100-40gb', 'a100-80gb'?"),
+    ("precision", "BF16", "did you mean 'bf16'?"), ("framework", "Megatron-LM", "did you mean 'megatron-lm'?")])
+def test_every_enumerated_value_gets_a_did_you_mean(field, value, meant, tmp_path: Path) -> None:
+    from .helpers import spec_dict
+
+    data = spec_dict()
+    section = {"gpu": "cluster", "precision": "training"}.get(field)
+    if section:
+        data[section][field] = value
+    else:
+        data[field] = value
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(data))
+    result = runner.invoke(app, ["explain", str(tmp_path / "spec.yaml")])
+    assert result.exit_code == 2 and meant in result.stderr, result.stderr
+
+
+def test_quiet_leaves_the_notes_out(tmp_path: Path) -> None:
+    sample = str(ROOT / "samples" / "llama3-8b-pretrain.yaml")
+    loud = runner.invoke(app, ["generate", sample, "--target", "megatron"])
+    quiet = runner.invoke(app, ["generate", sample, "--target", "megatron", "--quiet"])
+    assert "note: train_tokens" in loud.stderr and "note:" not in quiet.stderr
+    assert quiet.stdout == loud.stdout and quiet.exit_code == loud.exit_code == 0

@@ -55,7 +55,7 @@ def choose(doc: Document) -> tuple[Document, AutoPlan]:
     runner = result.ranked[1] if len(result.ranked) > 1 else None
     record = AutoPlan(tuple(given), values, result.evaluated, result.fitting,
                       _chosen(runner, given, template) if runner else None,
-                      why_best(result.ranked))
+                      why_best(result.ranked, result.fitting))
     return _with(doc, values), record
 
 

@@ -65,13 +65,16 @@ def _count(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def why_best(ranked: list[Candidate]) -> str:
-    """One sentence: what makes #1 faster than #2 (the step-time parts that differ most)."""
+def why_best(ranked: list[Candidate], fitting: int = 1) -> str:
+    """One sentence: what makes #1 faster than #2 (the step-time parts that differ most);
+    ``fitting``: how many candidates fit (a row is a parallel layout at its best settings)."""
     if not ranked:
         return ""
     best = ranked[0]
     if len(ranked) == 1:
-        return f"{layout_text(best)} is the only layout that fits"
+        others = f"; the other {fitting - 1:,} candidates that fit are it with another micro batch, " \
+            "recompute or schedule" if fitting > 1 else ""
+        return f"{layout_text(best)} is the only parallel layout that fits{others}"
     runner = ranked[1]
     headroom = (f"memory {best.memory.total / GIB:.1f} vs {runner.memory.total / GIB:.1f} GiB of "
                 f"{(best.memory.capacity or 0) / GIB:.1f}")
@@ -155,4 +158,4 @@ def plan_json(spec, given: dict[str, Any], result: Search, missing: str | None) 
             "seconds": round(result.seconds, 4),
             "candidates_per_second": round(result.per_second),
             "ranked": [candidate_json(c) for c in result.ranked],
-            "why": why_best(result.ranked) or None, "nothing_fits": missing}
+            "why": why_best(result.ranked, result.fitting) or None, "nothing_fits": missing}

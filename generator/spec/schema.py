@@ -200,12 +200,25 @@ def _shown(value: Any) -> str:
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
-    """The closest choice by edit distance (ties: the longer common prefix), if any is close."""
-    close = difflib.get_close_matches(word, choices, n=len(choices), cutoff=0.6)
+    """The choice meant: the one equal but for case, the nearest of those that start with (or
+    contain) the word (``H100`` → ``h100-80gb``; ``A100``: both A100 presets), else the closest
+    by edit distance (ties: the longer common prefix), if any is close. Case does not count."""
+    lowered = {c.lower(): c for c in choices}
+    key = word.lower()
+    if key in lowered:
+        return f"; did you mean {lowered[key]!r}?"
+    for test in (str.startswith, str.__contains__):
+        found = [c for low, c in lowered.items() if key and test(low, key)]
+        if found:  # the nearest of them ('megatron' → megatron-lm), or all that are as near
+            nearest = min(_distance(key, c.lower()) for c in found)
+            found = [c for c in found if _distance(key, c.lower()) == nearest]
+            return f"; did you mean {found[0]!r}?" if len(found) == 1 else \
+                f"; did you mean one of {', '.join(map(repr, found))}?"
+    close = difflib.get_close_matches(key, list(lowered), n=len(choices), cutoff=0.6)
     if not close:
         return ""
-    best = min(close, key=lambda c: (_distance(word, c), -len(os.path.commonprefix([word, c]))))
-    return f"; did you mean {best!r}?"
+    best = min(close, key=lambda c: (_distance(key, c), -len(os.path.commonprefix([key, c]))))
+    return f"; did you mean {lowered[best]!r}?"
 
 
 def _distance(a: str, b: str) -> int:
