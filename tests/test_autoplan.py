@@ -192,8 +192,8 @@ def test_proposals_pass_deepspeed_and_megatron_core(deepspeed_config, calculator
             check_plan(calculator, plan)
 
 
-# Published parallel layouts (tp × pp) rank in the model's top 10 (reference/estimates.md §4.2,
-# §4.5; real-configs.md §1a); the README lists where the model's schedule for them differs.
+# Published parallel layouts (tp × pp) rank in the model's top 10 (generator/autoplan/published.py
+# names the sources); the README lists where the model's schedule for them differs.
 @pytest.mark.parametrize("case", cases(), ids=[c.name for c in cases()])
 def test_published_layouts_rank_near_the_top(case) -> None:
     ranked = rank(case)

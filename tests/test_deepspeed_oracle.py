@@ -1,7 +1,7 @@
 """Oracle: the real DeepSpeed (0.19.8, CPU) accepts every generated ds_config.json with the
 plan's dp and resolves the same batch; a 2-process run trains with it.
 
-Recipe from reference/ci-oracles.md §5: a real 1-process gloo group and deepspeed.comm (without
+The recipe: a real 1-process gloo group and deepspeed.comm (without
 them DeepSpeedConfig silently ignores the mpu), the shm-op JIT skipped, and the scheduler built
 as the engine does, since DeepSpeedConfig alone does not construct it.
 """

@@ -26,3 +26,18 @@ def test_ci_runs_the_readme_test_command() -> None:
                          capture_output=True, text=True, check=True).stdout
     assert out == command
     assert "pytest" in command and "[test,oracle]" in command
+
+
+def test_no_docstring_cites_a_file_the_repository_lacks() -> None:
+    """Citations of design notes (a reference folder's markdown file, or one cited with a section
+    sign) name files in the repository."""
+    import re
+
+    cited = re.compile(r"(reference/[\w-]+\.md|[\w./-]+\.md(?=\s*§))")
+    missing = []
+    for folder in ("generator", "tests", "scripts", "benchmarks"):
+        for path in sorted(p for p in (ROOT / folder).rglob("*.py") if p.name != "test_docs.py"):
+            for match in cited.finditer(path.read_text(encoding="utf-8")):
+                if not (ROOT / match.group(1)).exists():
+                    missing.append(f"{path.relative_to(ROOT)}: {match.group(1)}")
+    assert not missing, "\n".join(missing)

@@ -1,4 +1,4 @@
-"""Estimates against published numbers (reference/estimates.md §1-§4), and their place in
+"""Estimates against published numbers (SC21 Table 1, the releases' parameter counts), and their place in
 explain, plan.json and generate."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Oracle: megatron-core 0.16.1's own microbatch calculator and TransformerConfig agree with the
-plan and with the rules (reference/ci-oracles.md §6, reference/megatron.md §13)."""
+plan and with the rules."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from generator.render import render_all
 from .helpers import plan_of, spec_dict
 from .test_megatron_oracle import calculator  # noqa: F401  (the oracle fixture)
 
-# (global, micro, dp, rampup) from megatron-core's tests and reference/megatron.md §13.4
+# (global, micro, dp, rampup) from megatron-core's tests of its microbatch calculator
 CASES = [(32, 8, 2, (16, 16, 48)), (32, 4, 2, (16, 8, 96)), (32, 8, 2, (16, 16, 96)),
          (2048, 2, 8, (16, 16, 6_000_000)), (2048, 2, 8, (192, 16, 9_765_625)), (1024, 1, 64, (64, 64, 5_000_000))]
 
@@ -34,7 +34,7 @@ def test_rampup_sequence_equals_megatron_core(calculator, global_batch, micro, d
 
 
 def test_published_simulation() -> None:
-    """16,022 steps to reach 2048 from 16 in steps of 16 over 6M samples (megatron.md §13.4)."""
+    """16,022 steps to reach 2048 from 16 in steps of 16 over 6M samples (BLOOM tr11's ramp-up, checked against megatron-core's calculator)."""
     ramp = from_rampup(16, 16, 6_000_000, 2048)
     consumed = steps = 0
     while ramp.batch_at(consumed) < 2048:

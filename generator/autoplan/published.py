@@ -1,7 +1,8 @@
 """Published layouts the search is checked against (the README table and the tests): the ten
 rows of SC21 Table 1 (Narayanan et al. 2021; micro batch as published, tp/pp/vpp searched),
 GPT-NeoX-20B, BLOOM-176B and NeMo's GPT-3 175B recipe (micro batch searched too).
-Sources: reference/estimates.md §4.2 and §4.5, real-configs.md §1a."""
+Sources: SC21 Table 1 and its run_table_1.sh; BigScience's tr11-176B-ml script; GPT-NeoX's
+configs/20B.yml; NeMo's GPT-3 175B recipe."""
 
 from __future__ import annotations
 
@@ -45,6 +46,11 @@ def _spec(name: str, framework: str, gpus: int, gpu: str, model: dict, global_ba
             **({"megatron": {"fork": "bigscience"}} if name == "bloom-176b" else {})}
 
 
+_SOURCES = {"GPT-NeoX-20B": "EleutherAI/gpt-neox configs/20B.yml",
+            "BLOOM-176B": "bigscience-workshop/bigscience tr11-176B-ml slurm script",
+            "NeMo GPT-3 175B": "NeMo's GPT-3 175B training recipe"}
+
+
 def cases() -> list[Published]:
     out = []
     for params_b, heads, hidden, layers, t, p, gpus, batch, micro, vpp, _ in SC21_TABLE1:
@@ -68,7 +74,7 @@ def cases() -> list[Published]:
         # search costs the same layers either way
         model = {"preset": preset, **({"parallel_residual": False} if preset == "gpt-neox-20b" else {})}
         out.append(Published(
-            name, "real-configs.md §1a", _spec(name.lower().replace(" ", "-"), framework, gpus, gpu,
+            name, _SOURCES[name], _spec(name.lower().replace(" ", "-"), framework, gpus, gpu,
                                                model, batch, searched["micro"],
                                                {"tp": "auto", "pp": "auto", **extra},
                                                {"precision": precision, **searched["training"]}),

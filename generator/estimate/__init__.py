@@ -1,3 +1,3 @@
 """Estimates before a GPU is touched: parameter counts, per-GPU memory, FLOPs, step time, MFU and
-time to train (reference/estimates.md). Pure functions over numbers, so the planner can call
+time to train. Pure functions over numbers, so the planner can call
 them for many candidate layouts."""

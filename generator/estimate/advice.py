@@ -1,6 +1,5 @@
 """Advice on the token batch and the learning rate from published scaling laws. Labelled as
-advice with the law, its units and its fit range; it never changes the plan
-(reference/estimates.md §5)."""
+advice with the law, its units and its fit range; it never changes the plan."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Published measurements the estimates are checked (and the A100 efficiency calibrated) against.
 
 SC21 Table 1 (Narayanan et al. 2021, weak scaling on A100-80GB, seq 2048, V 51200, fp16, full
-recompute; heads, t, p, micro batch and interleaving from the paper's run_table_1.sh):
-reference/estimates.md §4.2.
+recompute; heads, t, p, micro batch and interleaving from the paper's run_table_1.sh).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Per-GPU memory of the most loaded pipeline stage (the first): weights, gradients and optimizer
 states by precision and sharding, activations per Korthikanti et al. 2022 (arXiv 2205.05198,
-Table 2), the logits on the last stage, and an allowance for what formulas miss.
-reference/estimates.md §1-§2."""
+Table 2), the logits on the last stage, and an allowance for what formulas miss; model states
+as in ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054, §3) and megatron-core's distributed
+optimizer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FLOPs, step time, MFU/HFU and time to train (reference/estimates.md §3-§4).
+"""FLOPs, step time, MFU/HFU and time to train.
 
 FLOP convention (stated, as published MFUs are only comparable under one): Narayanan et al.
 (SC21) and Korthikanti et al. — matrix multiplies only, full (non-causal) attention scores, the
@@ -173,7 +173,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     if layout.pp > 1:
         # each virtual stage sends its output forward and its input gradient back per micro-batch:
         # b·s/cp·h 16-bit values, split over the tp ranks (Megatron's scatter/gather), on the
-        # inter-node link once the pipeline leaves the node (reference/estimates.md §3.6)
+        # inter-node link once the pipeline leaves the node (Narayanan et al. 2021, §4.1)
         volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size / layout.tp
         link = hw.intranode_gbps if gpus_within(layout, layout.pp, hw) else hw.internode_gbps
         pp_comm = 2 * m * layout.vpp * (volume / (link * 1e9) + P2P_LATENCY_S)

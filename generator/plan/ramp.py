@@ -1,7 +1,7 @@
 """A global batch that changes during the run: Megatron's ramp-up (start, increment, samples) or
 a step schedule (token thresholds). Both become one list of (first sample, global batch) entries,
 from which the consumed-samples → batch sequence, the iteration count and Megatron's flag texts
-follow (reference/megatron.md §13)."""
+follow (megatron-core's num_microbatches_calculator.py, RampupBatchsizeNumMicroBatchesCalculator)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """GL0xx: world, data-parallel and batch arithmetic (Megatron validate_args, the microbatch
-calculator and DeepSpeed's _batch_assertion agree on these; see reference/megatron.md §1-2, §13
-and reference/deepspeed.md §1). Codes GL001-GL012 are the linter's contract."""
+calculator and DeepSpeed's _batch_assertion agree on these). Codes GL001-GL012 are the linter's
+contract."""
 
 from __future__ import annotations
 

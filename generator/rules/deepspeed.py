@@ -1,4 +1,5 @@
-"""GL1xx: DeepSpeed rules (reference/deepspeed.md §2, §5, §13)."""
+"""GL1xx: DeepSpeed rules (DeepSpeed's runtime/config.py batch assertions, its ZeRO and pipeline
+engines' constraints, as each rule's docstring cites)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Megatron-LM model-shape and parallelism rules (reference/megatron.md §3-§10): GL008-GL010
+"""Megatron-LM model-shape and parallelism rules (its validate_args and TransformerConfig's
+checks, as each rule's docstring cites): GL008-GL010
 of the linter's contract, and GL2xx."""
 
 from __future__ import annotations

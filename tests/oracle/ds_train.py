@@ -18,7 +18,7 @@ from pathlib import Path
 
 def skip_shm_op_build() -> None:
     """DeepSpeed JIT-compiles a shared-memory op on CPU at init (12-53 s); it is only used by
-    inference_all_reduce, so skip it (reference/ci-oracles.md §5.2)."""
+    inference_all_reduce, so skip it."""
     import deepspeed.comm.torch  # noqa: F401
 
     sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None

@@ -1,6 +1,7 @@
 """A static reader for bash launch scripts: a lexer (lexer.py) and a flat evaluator
 (evaluate.py). Nothing is executed: command substitutions and runtime values stay unknown.
-See reference/bash-reading.md for the design and its budgets against hostile input."""
+Its budgets against hostile input (commands, value bytes, array elements, nesting) are the
+MAX_* constants of evaluate.py; a reading that hits one is reported (lint: GL902)."""
 
 from generator.readers.bash.evaluate import Command, Field, Script, read_script
 
