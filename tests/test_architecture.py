@@ -56,7 +56,7 @@ def test_a_spec_without_a_preset_gets_megatrons_architecture(tmp_path: Path) -> 
 def test_megatron_lm_writes_each_field(model, flags, tmp_path: Path) -> None:
     fields = {k: None for k in ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length")}
     experts = "num_experts" in str(model) or "mixtral" in model["preset"]
-    plan = plan_of(tmp_path, spec_dict(model={**fields, **model},
+    plan = plan_of(tmp_path, spec_dict(model={**fields, **model}, cluster={"allow_oversize": True},
                                        parallelism={"tp": 2, "pp": 1, **({"ep": 2} if experts else {})}))
     text = _args(plan)
     for flag in flags:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from generator import presets
@@ -164,7 +165,7 @@ def test_the_estimate_counts_the_padded_vocabulary_megatron_builds(name, framewo
     data = spec_dict(framework=framework, model={"preset": name, "num_layers": None, "hidden_size": None,
                                                  "num_attention_heads": None, "vocab_size": None,
                                                  "seq_length": None},
-                     parallelism={"tp": tp, "pp": 1})
+                     parallelism={"tp": tp, "pp": 1}, cluster={"allow_oversize": True})
     if framework == "fsdp":
         data["launch"] = {"launcher": "accelerate"}
     plan = plan_of(tmp_path, data)
@@ -194,9 +195,24 @@ def test_explain_shows_estimates_for_every_sample(sample: Path) -> None:
             assert 0 < plan["performance"]["mfu"] < 1
 
 
+def test_far_beyond_memory_is_refused_unless_allowed(tmp_path: Path) -> None:
+    """GL024: GPT-3 175B on 8 A100s with tp 8 only is several times the GPU's memory; nothing is
+    written unless cluster.allow_oversize says the run is known to fit."""
+    data = spec_dict(cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "a100-80gb"},
+                     model={"preset": "gpt3-175b", "num_layers": None, "hidden_size": None,
+                            "num_attention_heads": None, "vocab_size": None, "seq_length": None},
+                     parallelism={"tp": 8, "pp": 1}, batch={"micro_batch_size": 1, "gradient_accumulation_steps": 8})
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(data))
+    refused = runner.invoke(app, ["generate", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "a")])
+    assert refused.exit_code == 2 and "GL024 estimated" in refused.stderr and not (tmp_path / "a").exists()
+    assert "× the 80 GiB of the GPU; nothing written (cluster.allow_oversize: true writes it anyway)" in \
+        refused.stderr
+    assert "spec.yaml:" in refused.stderr.splitlines()[0]
+
+
 def test_not_fitting_warns_and_strict_fails(tmp_path: Path) -> None:
     # GPT-3 175B on 8 A100s with tp 8 only: 175B / 8 × 18 bytes alone exceed 80 GiB
-    data = spec_dict(cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "a100-80gb"},
+    data = spec_dict(cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "a100-80gb", "allow_oversize": True},
                      model={"preset": "gpt3-175b", "num_layers": None, "hidden_size": None,
                             "num_attention_heads": None, "vocab_size": None, "seq_length": None},
                      parallelism={"tp": 8, "pp": 1}, batch={"micro_batch_size": 1, "gradient_accumulation_steps": 8})

@@ -44,7 +44,8 @@ def preset_spec(name: str, framework: str = "megatron-lm", fork: str | None = No
         parallelism = {"tp": 2, "pp": 1, "ep": 4}
     if framework == "megatron-deepspeed":
         parallelism["zero_stage"] = 1
-    return spec_dict(name=name, framework=framework, cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "h100-80gb"},
+    return spec_dict(name=name, framework=framework,
+                     cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "h100-80gb", "allow_oversize": True},
                      model={"preset": name, **{k: None for k in SHAPE_FIELDS}}, parallelism=parallelism,
                      megatron={"fork": fork} if fork else {"version": version})
 

@@ -464,10 +464,14 @@ def _memory_warnings(plan: Plan, estimate, facts: dict[str, Fact]) -> tuple[Find
     changes = ", ".join(f"{label} → {alt.total / GIB:.1f} GiB" for label, alt in estimate.alternatives)
     if changes:
         advice += f"; try {changes}"
-    finding = RULES["GL020"].run({
-        "memory_total_gib": Fact(m.total / GIB, facts["micro_batch_size"].source),
-        "memory_capacity_gib": Fact(m.capacity / GIB, plan.spec.where("cluster.gpu")),
-        "memory_advice": Fact(advice, DERIVED)})
+    values = {"memory_total_gib": Fact(m.total / GIB, facts["micro_batch_size"].source),
+              "memory_capacity_gib": Fact(m.capacity / GIB, plan.spec.where("cluster.gpu")),
+              "memory_advice": Fact(advice, DERIVED)}
+    if not plan.spec.cluster.allow_oversize:
+        far = RULES["GL024"].run(values)
+        if far:
+            raise PlanError([far])
+    finding = RULES["GL020"].run(values)
     return (finding,) if finding else ()
 
 

@@ -247,6 +247,27 @@ def memory_fit(memory_total_gib: float, memory_capacity_gib: float,
             f"of the GPU" + (f"; {memory_advice}" if memory_advice else ""))
 
 
+OVERSIZE = 1.5  # beyond this multiple of the GPU's memory an estimate is refused (GL024)
+
+
+@rule("GL024", "memory-far-beyond-capacity",
+      "The estimated memory of the most loaded GPU is more than 1.5× the GPU's capacity.")
+def memory_far_beyond(memory_total_gib: float, memory_capacity_gib: float,
+                      memory_advice: str | None = None) -> str | None:
+    """The estimate is an estimate (GL020 warns up to 1.5× the capacity), but a plan at several
+    times the GPU's memory does not start: it runs out of memory in its first step, after its
+    time in the queue. Such a plan is refused and nothing is written. Fix: the cheapest change
+    listed, or ``cluster.allow_oversize: true`` when you know the run fits (a custom kernel, an
+    offload the estimate does not see): then it is the GL020 warning.
+
+    Example: GPT-3 175B with tp 8, pp 1 on 8 A100-80GB: about 300 GiB per GPU."""
+    if memory_total_gib <= OVERSIZE * memory_capacity_gib:
+        return None
+    return (f"estimated {memory_total_gib:.1f} GiB per GPU is {memory_total_gib / memory_capacity_gib:.1f}× "
+            f"the {memory_capacity_gib:.0f} GiB of the GPU; nothing written (cluster.allow_oversize: "
+            "true writes it anyway)" + (f"; {memory_advice}" if memory_advice else ""))
+
+
 @rule("GL021", "linear-lr-scaling-beyond-8k",
       "The linear LR-scaling rule was shown to hold up to about 8K sequences.", severity="warning")
 def linear_scaling_limit(lr_scaling_rule: str, global_batch_size: int) -> str | None:

@@ -30,6 +30,7 @@ class Cluster:
     nodes: int
     gpus_per_node: int
     gpu: str
+    allow_oversize: bool = False  # write the files even beyond 1.5× the GPU's memory (GL024)
 
 
 @dataclass(frozen=True)
