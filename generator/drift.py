@@ -53,13 +53,13 @@ def specs_of(paths: list[Path]) -> tuple[list[Path], list[str]]:
     nearest plan.json at or above it). ([specs, in order, once each], [notes on files skipped])."""
     import json
 
-    from generator.lint.discover import looks_like_spec
+    from generator.lint.discover import looks_like_spec, read_text
 
     specs: list[Path] = []
     notes: list[str] = []
     for path in paths:
-        if path.suffix in (".yaml", ".yml") and path.is_file() and \
-                looks_like_spec(path.read_text(encoding="utf-8", errors="replace")):
+        text = read_text(path)[0] if path.suffix in (".yaml", ".yml") else None
+        if text is not None and looks_like_spec(text):
             spec: Path | None = path
         else:
             plan = next((d / "plan.json" for d in (path.parent, *path.parent.parents)

@@ -65,7 +65,7 @@ def run_builds(trees, cases: list[dict]) -> list[dict]:  # noqa: F811
     results: dict[int, dict] = {}
     for tree in sorted({c["tree"] for c in cases}):
         batch = [(k, c) for k, c in enumerate(cases) if c["tree"] == tree]
-        payload = [{k: c[k] for k in ("argv", "world_size", "vocab_size", "capability")} for _, c in batch]
+        payload = [{k: c[k] for k in ("argv", "world_size", "vocab_size", "capability", "env")} for _, c in batch]
         proc = subprocess.run([sys.executable, str(ROOT / "tests" / "oracle" / "megatron_build.py"),
                                str(trees[tree])], input=json.dumps(payload), capture_output=True, text=True,
                               timeout=900, cwd=ROOT / "tests" / "oracle")

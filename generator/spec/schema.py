@@ -83,27 +83,27 @@ def _whole(value: Any) -> bool:
     return isinstance(value, float) and value.is_integer() and abs(value) < 2**63
 
 
+def _child_schema(node: dict, key: str | int) -> dict:
+    """The schema of a mapping's key (its properties, else additionalProperties) or of a list's
+    items, looked up through the node's anyOf / oneOf branches."""
+    if isinstance(key, int):
+        return next((b["items"] for b in _branches(node) if isinstance(b.get("items"), dict)), {})
+    return next((b["properties"][key] for b in _branches(node) if key in b.get("properties", {})),
+                next((b["additionalProperties"] for b in _branches(node)
+                      if isinstance(b.get("additionalProperties"), dict)), {}))
+
+
 def _normalise(data: Any, node: dict, path: list, doc: Document) -> Iterator[UserError]:
     """Counts written as whole-number floats (4.0, 1.0e+6) become integers, in place, so that
     nothing writes ``4.0`` where a count belongs; a control character (NUL, newline, escape) in
     any string is refused: every string may reach a generated file."""
     node = _resolved(node)
-    if isinstance(data, dict):
-        for key, value in data.items():
-            sub = next((b["properties"][key] for b in _branches(node) if key in b.get("properties", {})),
-                       None)
-            if sub is None:
-                sub = next((b["additionalProperties"] for b in _branches(node)
-                            if isinstance(b.get("additionalProperties"), dict)), {})
-            if _whole(value) and _integer_only(_resolved(sub)):
-                data[key] = int(value)
+    if isinstance(data, dict | list):
+        for key in (data if isinstance(data, dict) else range(len(data))):
+            sub = _child_schema(node, key)
+            if _whole(data[key]) and _integer_only(_resolved(sub)):
+                data[key] = int(data[key])
             yield from _normalise(data[key], sub, [*path, key], doc)
-    elif isinstance(data, list):
-        sub = next((b["items"] for b in _branches(node) if isinstance(b.get("items"), dict)), {})
-        for k, value in enumerate(data):
-            if _whole(value) and _integer_only(_resolved(sub)):
-                data[k] = int(value)
-            yield from _normalise(data[k], sub, [*path, k], doc)
     elif isinstance(data, str) and (bad := _CONTROL.search(data)):
         yield UserError(f"{json_path(path)}: {data[:60]!r} holds the control character {bad.group()!r}; "
                         "every string reaches a generated file (a shell script, #SBATCH lines): remove it",
@@ -233,18 +233,8 @@ def _distance(a: str, b: str) -> int:
 
 def count_maximum(path: list) -> int | None:
     """The schema's maximum for the count at ``path`` (its integer form's; list items by index)."""
-    node: Any = spec_schema()
+    node: dict = spec_schema()
     for part in path:
-        if isinstance(part, int):
-            node = node.get("items", {})
-            continue
-        node = next((branch["properties"][part] for branch in (node, *node.get("oneOf", ()),
-                                                              *node.get("anyOf", ()))
-                     if part in branch.get("properties", {})), None)
-        if node is None:
-            return None
-    for branch in (node, *node.get("oneOf", ()), *node.get("anyOf", ())):
-        if "maximum" in branch:
-            return branch["maximum"]
-    return None
+        node = _resolved(_child_schema(node, part))
+    return next((branch["maximum"] for branch in _branches(node) if "maximum" in branch), None)
 

@@ -24,7 +24,7 @@ import json
 import os
 import sys
 
-from megatron_parse import MARK, _capability, _plain, _prepare
+from megatron_parse import MARK, REFUSALS, _plain, _prepare, case_environment, failure
 
 # TransformerConfig fields that say which architecture is built
 CONFIG = ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
@@ -59,18 +59,6 @@ FORK_WHOLE = {"tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1
               "bias_dropout_fusion": False, "gradient_accumulation_fusion": False, "deepspeed": False}
 
 
-def _reset(global_vars, calc, case) -> None:
-    for name in dir(global_vars):
-        if name.startswith("_GLOBAL_"):
-            setattr(global_vars, name, None)
-    if calc is not None:
-        calc.unset_num_microbatches_calculator()
-    os.environ.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": str(case["world_size"]),
-                       "CUDA_DEVICE_MAX_CONNECTIONS": "1"})
-    _capability(case.get("capability", [9, 0]))
-    sys.argv = ["pretrain_gpt.py", *case["argv"]]
-
-
 def _init_gloo(mpu) -> None:
     import tempfile
 
@@ -99,10 +87,10 @@ def megatron_lm(cases: list[dict]) -> list[dict]:
         _init_gloo(parallel_state)
     results = []
     for case in cases:
-        _reset(global_vars, calc, case)
         err = io.StringIO()
         try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            with case_environment(global_vars, calc, case), contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(err):
                 args = arguments.parse_args()
                 arguments.validate_args(args)
                 padded = _vocab_size_with_padding(case["vocab_size"], args, logging_enabled=False)
@@ -130,10 +118,8 @@ def megatron_lm(cases: list[dict]) -> list[dict]:
                             "padded_vocab_size": padded, "config": switches, "args": seen,
                             "moe_layers": moe_layers})
             del model
-        except SystemExit as exc:
-            results.append({"ok": False, "error": f"exit {exc.code}: {err.getvalue().strip().splitlines()[-1:]}"})
-        except (AssertionError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
-            results.append({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600]})
+        except (SystemExit, *REFUSALS) as exc:
+            results.append(failure(exc, err))
     return results
 
 
@@ -166,10 +152,10 @@ def megatron_deepspeed(cases: list[dict]) -> list[dict]:
         mpu.layers._initialize_affine_weight_cpu = lambda *args, **kwargs: None
     results = []
     for case in cases:
-        _reset(global_vars, None, case)
         err = io.StringIO()
         try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            with case_environment(global_vars, None, case), contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(err):
                 args = arguments.parse_args()
                 if hasattr(arguments, "validate_args"):
                     arguments.validate_args(args)
@@ -189,10 +175,8 @@ def megatron_deepspeed(cases: list[dict]) -> list[dict]:
             results.append({"ok": True, "params": sum(p.numel() for p in model.parameters()),
                             "padded_vocab_size": padded})
             del model
-        except SystemExit as exc:
-            results.append({"ok": False, "error": f"exit {exc.code}: {err.getvalue().strip().splitlines()[-1:]}"})
-        except (AssertionError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
-            results.append({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600]})
+        except (SystemExit, *REFUSALS) as exc:
+            results.append(failure(exc, err))
     return results
 
 

@@ -95,6 +95,43 @@ def _plain(value):
     return str(value)
 
 
+# what a framework's validation raises for arguments it refuses
+REFUSALS = (AssertionError, ValueError, TypeError, KeyError, AttributeError, RuntimeError)
+
+
+@contextlib.contextmanager
+def case_environment(global_vars, calc, case: dict):
+    """One case's process state: Megatron's globals and microbatch calculator reset, the case's
+    environment (rank 0 of its world) and GPU capability, its argv; the environment restored
+    after."""
+    for name in dir(global_vars):
+        if name.startswith("_GLOBAL_"):
+            setattr(global_vars, name, None)
+    if calc is not None:
+        calc.unset_num_microbatches_calculator()
+    env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": str(case["world_size"]), **case.get("env", {})}
+    saved = {k: os.environ.get(k) for k in (*env, "CUDA_DEVICE_MAX_CONNECTIONS")}
+    os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
+    os.environ.update(env)
+    _capability(case.get("capability", [9, 0]))
+    sys.argv = ["pretrain_gpt.py", *case["argv"]]
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def failure(exc: BaseException, err: io.StringIO) -> dict:
+    """The result of a refused case: argparse's exit (its last line) or the validation error."""
+    if isinstance(exc, SystemExit):
+        return {"ok": False, "error": f"exit {exc.code}: {err.getvalue().strip().splitlines()[-1:]}"}
+    return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600]}
+
+
 def main() -> None:
     tree = sys.argv[1]
     _prepare(tree)
@@ -112,20 +149,10 @@ def main() -> None:
             from megatron import microbatches
     results = []
     for case in cases:
-        for name in dir(global_vars):
-            if name.startswith("_GLOBAL_"):
-                setattr(global_vars, name, None)
-        if calc is not None:
-            calc.unset_num_microbatches_calculator()
-        env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": str(case["world_size"]), **case.get("env", {})}
-        saved = {k: os.environ.get(k) for k in (*env, "CUDA_DEVICE_MAX_CONNECTIONS")}
-        os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
-        os.environ.update(env)
-        _capability(case.get("capability", [9, 0]))
-        sys.argv = ["pretrain_gpt.py", *case["argv"]]
         out, err = io.StringIO(), io.StringIO()
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            with case_environment(global_vars, calc, case), contextlib.redirect_stdout(out), \
+                    contextlib.redirect_stderr(err):
                 args = arguments.parse_args()
                 if hasattr(arguments, "validate_args"):
                     arguments.validate_args(args)
@@ -139,16 +166,8 @@ def main() -> None:
                 result["accumulation"] = calc.get_num_microbatches()
             else:
                 result["accumulation"] = microbatches.build_num_microbatches_calculator(args).get()
-        except SystemExit as exc:
-            result = {"ok": False, "error": f"exit {exc.code}: {err.getvalue().strip().splitlines()[-1:]}"}
-        except (AssertionError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
-            result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600]}
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        except (SystemExit, *REFUSALS) as exc:
+            result = failure(exc, err)
         results.append(result)
     print(f"\n{MARK} {json.dumps(results)}")
 
