@@ -12,6 +12,33 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted((ROOT / "samples").glob("*.yaml"))
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    from .oracle.workers import close_all
+
+    close_all()
+
+
+@pytest.fixture(scope="session")
+def trees(tmp_path_factory) -> dict[str, Path]:
+    """The Megatron trees of shared/oracles, unpacked once: {archive name: folder}."""
+    import tarfile
+
+    from .oracle.workers import ORACLES, TREES
+
+    missing = [name for name in TREES.values() if not (ORACLES / f"{name}.tar.gz").is_file()]
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"oracle archives missing in {ORACLES}: {missing}")
+        pytest.skip(f"oracle archives not found in {ORACLES} (set GEN_LAUNCH_ORACLES)")
+    base = tmp_path_factory.mktemp("oracles")
+    out = {}
+    for name in TREES.values():
+        with tarfile.open(ORACLES / f"{name}.tar.gz") as archive:
+            archive.extractall(base / name, filter="data")
+        out[name] = base / name
+    return out
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true",
                      help="rewrite tests/golden/ from the current output instead of comparing")

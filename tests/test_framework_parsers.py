@@ -6,11 +6,9 @@ Samples, their stages and sweep points, and seeded random specs across the diale
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -22,32 +20,11 @@ from generator.spec.model import load_spec
 
 from .conftest import ROOT, SAMPLES
 from .helpers import spec_dict
+from .oracle.workers import TREES, ask
 
 pytestmark = pytest.mark.oracle
-ORACLES = Path(os.environ.get("GEN_LAUNCH_ORACLES", ROOT.parent / "shared" / "oracles"))
-# dialect (and release) -> the archive whose parser judges it
-TREES = {("megatron-lm", "core_v0.16"): "megatron-lm-core_v0.16.1",
-         ("megatron-lm", "latest"): "megatron-lm-main-d98e8a64dd",
-         ("megatron-deepspeed/microsoft", None): "megatron-deepspeed-microsoft-f4157bea",
-         ("megatron-deepspeed/bigscience", None): "megatron-deepspeed-bigscience-8387ae17"}
 CAPABILITY = {"a100-40gb": [8, 0], "a100-80gb": [8, 0], "h100-80gb": [9, 0], "h200-141gb": [9, 0],
               "b200": [10, 0], "gb200": [10, 0]}
-
-
-@pytest.fixture(scope="module")
-def trees(tmp_path_factory) -> dict[str, Path]:
-    missing = [name for name in TREES.values() if not (ORACLES / f"{name}.tar.gz").is_file()]
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"oracle archives missing in {ORACLES}: {missing}")
-        pytest.skip(f"oracle archives not found in {ORACLES} (set GEN_LAUNCH_ORACLES)")
-    base = tmp_path_factory.mktemp("oracles")
-    out = {}
-    for name in TREES.values():
-        with tarfile.open(ORACLES / f"{name}.tar.gz") as archive:
-            archive.extractall(base / name, filter="data")
-        out[name] = base / name
-    return out
 
 
 def cases_of(files: dict[str, str], label: str) -> list[dict]:
@@ -115,14 +92,11 @@ def random_specs(count: int, seed: int = 13) -> list[dict]:
 
 
 def run_parsers(trees: dict[str, Path], cases: list[dict]) -> list[dict]:
+    """Each case's result from the parser of its tree (None for a case no tree judges)."""
     results: dict[int, dict] = {}
     for tree in sorted({c["tree"] for c in cases if c["tree"]}):
         batch = [(k, c) for k, c in enumerate(cases) if c["tree"] == tree]
-        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "oracle" / "megatron_parse.py"),
-                               str(trees[tree])], input=json.dumps([c for _, c in batch]),
-                              capture_output=True, text=True, timeout=600)
-        assert "GEN_LAUNCH_RESULTS " in proc.stdout, proc.stderr[-3000:]
-        got = json.loads(proc.stdout.rsplit("GEN_LAUNCH_RESULTS ", 1)[1])
+        got = ask(trees[tree], "parse", [c for _, c in batch])
         results.update({k: r for (k, _), r in zip(batch, got, strict=True)})
     return [results.get(k) for k in range(len(cases))]
 

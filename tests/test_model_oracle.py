@@ -7,9 +7,6 @@ can express; the presets they cannot express are refused by name."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,9 +18,10 @@ from generator.estimate.params import Shape, count_params
 from generator.plan.plan import PlanError, resolve
 from generator.spec.model import load_spec
 
-from .conftest import ROOT, SAMPLES
+from .conftest import SAMPLES
 from .helpers import spec_dict
-from .test_framework_parsers import cases_of, run_parsers, trees  # noqa: F401  (the fixture)
+from .oracle.workers import ask
+from .test_framework_parsers import cases_of, run_parsers
 
 pytestmark = pytest.mark.oracle
 BUILD_TREES = ("megatron-lm-core_v0.16.1", "megatron-lm-main-d98e8a64dd")
@@ -61,16 +59,13 @@ def build_cases(spec, label: str, tree: str) -> list[dict]:
     return out
 
 
-def run_builds(trees, cases: list[dict]) -> list[dict]:  # noqa: F811
+def run_builds(trees, cases: list[dict]) -> list[dict]:
+    """Each case's model built by its tree (one session worker per tree)."""
     results: dict[int, dict] = {}
     for tree in sorted({c["tree"] for c in cases}):
         batch = [(k, c) for k, c in enumerate(cases) if c["tree"] == tree]
         payload = [{k: c[k] for k in ("argv", "world_size", "vocab_size", "capability", "env")} for _, c in batch]
-        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "oracle" / "megatron_build.py"),
-                               str(trees[tree])], input=json.dumps(payload), capture_output=True, text=True,
-                              timeout=900, cwd=ROOT / "tests" / "oracle")
-        assert "GEN_LAUNCH_RESULTS " in proc.stdout, proc.stderr[-3000:]
-        got = json.loads(proc.stdout.rsplit("GEN_LAUNCH_RESULTS ", 1)[1])
+        got = ask(trees[tree], "build", payload)
         results.update({k: r for (k, _), r in zip(batch, got, strict=True)})
     return [results[k] for k in range(len(cases))]
 
@@ -151,7 +146,7 @@ def mismatches(case: dict, result: dict) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def preset_builds(trees, tmp_path_factory):  # noqa: F811
+def preset_builds(trees, tmp_path_factory):
     """Every preset Megatron-LM can build, rendered for core_v0.16 and latest, built by each."""
     base = tmp_path_factory.mktemp("presets")
     cases = []
@@ -182,7 +177,7 @@ def test_every_preset_builds_the_published_model(preset_builds) -> None:
     assert by_label["qwen2.5-7b (core_v0.16)"]["config"]["add_qkv_bias"] is True
 
 
-def test_a_hand_changed_flag_makes_the_check_fail(preset_builds, trees) -> None:  # noqa: F811
+def test_a_hand_changed_flag_makes_the_check_fail(preset_builds, trees) -> None:
     """The oracle can fail: without --disable-bias-linear Megatron builds biases, and the check
     names the switch and the count; a changed --rotary-base is named too."""
     cases, _ = preset_builds
@@ -199,7 +194,7 @@ MEGATRON_LM_SAMPLES = [s for s in SAMPLES if load_spec(s).framework == "megatron
                        and presets.gpus()[load_spec(s).cluster.gpu].get("vendor") != "huawei"]
 
 
-def test_every_megatron_lm_sample_builds_the_model_its_plan_estimates(trees, tmp_path: Path) -> None:  # noqa: F811
+def test_every_megatron_lm_sample_builds_the_model_its_plan_estimates(trees, tmp_path: Path) -> None:
     from generator.spec.model import stage_specs
 
     cases = []
@@ -247,7 +242,7 @@ FORK_CASES = [
 ]
 
 
-def test_the_forks_parsers_take_the_presets_they_can_express(trees, tmp_path: Path) -> None:  # noqa: F811
+def test_the_forks_parsers_take_the_presets_they_can_express(trees, tmp_path: Path) -> None:
     """Each fork's parser takes the preset with its switches, and the fork's own GPTModel, built
     whole from those arguments, has the estimate's parameters: the release's plus the padding."""
     cases = []
@@ -284,7 +279,7 @@ def test_the_forks_parsers_take_the_presets_they_can_express(trees, tmp_path: Pa
     assert not failures, "\n".join(failures)
 
 
-def test_every_moe_field_reaches_the_model_megatron_builds(trees, tmp_path: Path) -> None:  # noqa: F811
+def test_every_moe_field_reaches_the_model_megatron_builds(trees, tmp_path: Path) -> None:
     """A DeepSeek-style MoE (dense first layers, shared experts, small experts, capacity with
     padding, z-loss, sequence-level balancing) and a biased GPT-style one: each field is in the
     built model, and the built count is the estimate's (dense layers, shared experts, expert

@@ -64,6 +64,8 @@ def _init_gloo(mpu) -> None:
 
     import torch
 
+    if torch.distributed.is_initialized():  # a worker builds many batches in one process
+        return
     store = os.path.join(tempfile.mkdtemp(), "store")  # a file rendezvous: no port to collide on
     torch.distributed.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
     mpu.initialize_model_parallel(1, 1)
@@ -180,13 +182,16 @@ def megatron_deepspeed(cases: list[dict]) -> list[dict]:
     return results
 
 
+def build(tree: str, cases: list[dict]) -> list[dict]:
+    """Each case's model built by the tree's own code (``_prepare`` done)."""
+    modern = os.path.isdir(os.path.join(tree, "megatron", "training"))
+    return (megatron_lm if modern else megatron_deepspeed)(cases)
+
+
 def main() -> None:
     tree = sys.argv[1]
     _prepare(tree)
-    cases = json.load(sys.stdin)
-    modern = os.path.isdir(os.path.join(tree, "megatron", "training"))
-    results = (megatron_lm if modern else megatron_deepspeed)(cases)
-    print(f"\n{MARK} {json.dumps(results)}")
+    print(f"\n{MARK} {json.dumps(build(tree, json.load(sys.stdin)))}")
 
 
 if __name__ == "__main__":

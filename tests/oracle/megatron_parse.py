@@ -2,6 +2,8 @@
 
     python megatron_parse.py TREE < cases.json > results.json
 
+(the tests send their cases to megatron_worker.py, which keeps one process per tree).
+
 TREE is an unpacked archive of ``shared/oracles`` (Megatron-LM, or a Megatron-DeepSpeed fork).
 Each case is ``{"argv": [...], "world_size": N, "env": {...}, "capability": [9, 0]}``; each result
 is, on the last line after MARK, ``{"ok": true, "dp": .., "micro": .., "global": .., "accumulation": ..,
@@ -132,10 +134,8 @@ def failure(exc: BaseException, err: io.StringIO) -> dict:
     return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600]}
 
 
-def main() -> None:
-    tree = sys.argv[1]
-    _prepare(tree)
-    cases = json.load(sys.stdin)
+def parse(tree: str, cases: list[dict]) -> list[dict]:
+    """Each case through the tree's parse_args and validate_args (``_prepare`` done)."""
     modern = os.path.isdir(os.path.join(tree, "megatron", "training"))
     with contextlib.redirect_stdout(io.StringIO()):
         if modern:
@@ -169,7 +169,13 @@ def main() -> None:
         except (SystemExit, *REFUSALS) as exc:
             result = failure(exc, err)
         results.append(result)
-    print(f"\n{MARK} {json.dumps(results)}")
+    return results
+
+
+def main() -> None:
+    tree = sys.argv[1]
+    _prepare(tree)
+    print(f"\n{MARK} {json.dumps(parse(tree, json.load(sys.stdin)))}")
 
 
 if __name__ == "__main__":
