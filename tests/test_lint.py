@@ -175,38 +175,6 @@ def test_rules_are_listed_and_explained() -> None:
     assert "Nothing in Megatron-DeepSpeed compares them" in runner.invoke(app, ["rules", "GL004"]).stdout
 
 
-def test_precommit_hook_runs(tmp_path: Path) -> None:
-    """The real pre-commit installs this repository's hook and runs it on staged files."""
-    import os
-    import subprocess
-    import sys
-
-    if not (ROOT / ".git").exists():
-        message = "pre-commit try-repo needs this checkout to be a git repository"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
-    repo = tmp_path / "experiments"
-    repo.mkdir()
-    for name in ("bad/gbs_not_divisible.sbatch", "clean/ds_zero2.json"):
-        shutil.copy(CORPUS / name, repo / Path(name).name)
-    (repo / "README.md").write_text("not linted\n")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    subprocess.run(["git", "add", "."], cwd=repo, check=True)
-
-    def run(*files: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "gen-launch-lint",
-                               "--files", *files], cwd=repo, env=env, capture_output=True, text=True,
-                              timeout=600, check=False)
-
-    failing = run("gbs_not_divisible.sbatch", "ds_zero2.json", "README.md")
-    assert failing.returncode == 1, failing.stdout + failing.stderr
-    assert "gbs_not_divisible.sbatch:8:5: GL002" in failing.stdout
-    assert "2 file(s) checked" in failing.stdout  # README.md is not passed to the hook
-    passing = run("ds_zero2.json")
-    assert passing.returncode == 0, passing.stdout + passing.stderr
-
-
 def test_real_style_scripts_are_read_not_skipped() -> None:
     """The real-style corpus is clean only because it is right: every launch in it is read as its
     framework with its batch (and, where the script fixes it, its world), so the rules ran. The
@@ -274,7 +242,7 @@ def test_the_readme_precommit_snippet_fails_a_commit_that_edits_a_generated_file
     """The README's pre-commit configuration, with the two values a user fills in (this
     repository for its URL, its HEAD commit for the rev), installed by the real pre-commit into
     a scratch repository: a commit that only hand-edits a generated file fails; regenerated, it
-    passes."""
+    passes; the lint hook fails a hand-written script with an error."""
     import os
     import subprocess
     import sys
@@ -323,6 +291,16 @@ def test_the_readme_precommit_snippet_fails_a_commit_that_edits_a_generated_file
                            cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     assert re.search(r"up to date with their specs \(gen-launch\)\.+Passed", again.stdout), again.stdout
+    # the lint hook: a hand-written script with a planted error fails; what it does not lint
+    # (a README) is not passed to it
+    (repo / "scripts").mkdir()
+    shutil.copy(CORPUS / "bad" / "gbs_not_divisible.sbatch", repo / "scripts" / "train.sbatch")
+    (repo / "README.md").write_text("not linted\n")
+    git("add", ".")
+    lint = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--files", "scripts/train.sbatch", "README.md"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert lint.returncode == 1, lint.stdout + lint.stderr
+    assert "scripts/train.sbatch:8:5: GL002" in lint.stdout and "1 file(s) checked" in lint.stdout, lint.stdout
 
 
 def _action_steps(inputs: dict[str, str], workdir: Path) -> list[tuple[str, int, str]]:
@@ -359,6 +337,29 @@ def _action_steps(inputs: dict[str, str], workdir: Path) -> list[tuple[str, int,
         if proc.returncode:
             break
     return out
+
+
+def test_the_readme_workflow_runs_as_written(tmp_path: Path, monkeypatch) -> None:
+    """The README's workflow, copied into a repository with launch scripts under launch/ and
+    specs under experiments/: its `uses` names this action at a commit, its inputs are the
+    action's, and the action's steps with those inputs lint (failing on a planted error) and
+    check the generated files."""
+    workflow = yaml.safe_load(_readme_snippet("actions-snippet"))
+    steps = next(iter(workflow["jobs"].values()))["steps"]
+    ours = [s for s in steps if s.get("uses", "").startswith("gen-launch/gen-launch@")]
+    assert len(ours) == 1 and re.fullmatch(r"gen-launch/gen-launch@[0-9a-f]{40}", ours[0]["uses"])
+    inputs = {k: str(v) for k, v in ours[0]["with"].items()}
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert set(inputs) <= set(action["inputs"])
+    (tmp_path / "experiments").mkdir()
+    shutil.copy(ROOT / "samples" / "cpu-tiny.yaml", tmp_path / "experiments" / "tiny.launch.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert runner.invoke(app, ["generate", "experiments/tiny.launch.yaml"]).exit_code == 0
+    ran = _action_steps(inputs, tmp_path)
+    assert [code for _, code, _ in ran] == [0] * len(ran) and len(ran) >= 2, ran
+    shutil.copy(CORPUS / "bad" / "gbs_not_divisible.sbatch", tmp_path / "launch" / "train.sbatch")
+    ran = _action_steps(inputs, tmp_path)
+    assert ran[-1][:2] == ("Lint", 1) and "::error file=launch/train.sbatch,line=8" in ran[-1][2], ran
 
 
 def test_the_github_action_lints_with_sarif_and_checks_generated_files(tmp_path: Path, monkeypatch) -> None:
