@@ -27,6 +27,12 @@ class Uncertain(str):
     """The message of an error-level rule that holds only under one reading of the script (it
     does not say which framework or fork it runs): reported as a warning."""
 _UNLOCATED = ("derived", "default", "plan")
+
+
+def _rank(source: str) -> int:
+    """Places in a file first (a finding is reported at the first), then a preset's values (they
+    have no line: ``preset llama3-8b``), then derived and default values."""
+    return 2 if source in _UNLOCATED else 1 if source.startswith("preset ") else 0
 _CONTEXT = ("framework", "gpu")  # facts that select a rule rather than take part in it
 
 
@@ -74,7 +80,7 @@ class Rule:
             message, involved, *rest = message
             place = tuple(rest)
         used = [n for n in involved if facts.get(n) is not None and facts[n].value is not None]
-        located = sorted(used, key=lambda n: facts[n].source in _UNLOCATED)
+        located = sorted(used, key=lambda n: _rank(facts[n].source))
         values = place + tuple((n, facts[n].source) for n in located)
         severity = "warning" if isinstance(message, Uncertain) and self.severity == "error" else self.severity
         return Finding(self.code, self.name, severity, str(message), values)
