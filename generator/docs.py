@@ -1,7 +1,10 @@
-"""README sections generated from their single sources (the schema, the rule registry, the
-explain output of the seed sample), so the documentation cannot drift.
+"""Documentation generated from its single sources (the schema, the rule registry, the explain
+output of the seed sample, the calibration rows, the published layouts, the lint corpus), so the
+docs cannot drift: marked sections inside the hand-written pages, and one page per rule in
+``docs/rules/``.
 
-``python -m generator.docs README.md`` rewrites the marked sections; a test checks them.
+``python -m generator.docs`` rewrites them all (and removes the pages of rules that no longer
+exist); ``tests/test_docs.py`` fails when any is stale.
 """
 
 from __future__ import annotations
@@ -9,10 +12,14 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from generator.spec.schema import spec_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+RULE_PAGES = "docs/rules"
 
 
 def _type(schema: dict[str, Any]) -> str:
@@ -45,6 +52,10 @@ def _default(schema: dict[str, Any]) -> str:
     return f"`{json.dumps(schema['default'])}`"
 
 
+def _md(text: str) -> str:
+    return text.replace("<", "&lt;").replace("|", "\\|")
+
+
 def spec_reference() -> str:
     schema = spec_schema()
     required = set(schema["required"])
@@ -65,9 +76,58 @@ def spec_reference() -> str:
 def rule_table() -> str:
     from generator.rules import RULES
 
-    lines = ["| code | name | check |", "|---|---|---|"]
-    lines += [f"| `{r.code}` | `{r.name}` | {r.summary} |" for r in RULES.values()]
+    lines = ["| code | name | severity | check |", "|---|---|---|---|"]
+    lines += [f"| [`{r.code}`](rules/{r.code}.md) | `{r.name}` | {r.severity} | {_md(r.summary)} |"
+              for r in RULES.values()]
     return "\n".join(lines)
+
+
+def _corpus_examples() -> dict[str, list[tuple[str, int, str]]]:
+    """{rule code: [(corpus file, line, the expectation's comment)]} from the lint corpus's
+    expected findings (tests/lint_corpus/expected.yaml), which the tests hold the linter to."""
+    path = ROOT / "tests" / "lint_corpus" / "expected.yaml"
+    if not path.exists():  # an installed wheel has no tests; the pages are built from a checkout
+        return {}
+    import yaml
+
+    examples: dict[str, list[tuple[str, int, str]]] = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"(\S+):\s*(\[.*\])\s*(?:#\s*(.*))?$", raw)
+        if not match:
+            continue
+        for code, line in yaml.safe_load(match.group(2)):
+            examples.setdefault(code, []).append((match.group(1), line, match.group(3) or ""))
+    return examples
+
+
+def rule_page(code: str, examples: list[tuple[str, int, str]]) -> str:
+    from generator.rules import RULES
+
+    r = RULES[code]
+    reads = ", ".join(f"`{n}`" for n in r.needs)
+    if r.optional:
+        reads += " (and, when known, " + ", ".join(f"`{n}`" for n in r.optional) + ")"
+    lines = [f"# {r.code} `{r.name}`", "", f"**{r.severity}** · {r.summary.replace('``', '`')}", "",
+             r.explanation.replace("``", "`"), "", "## What it reads", "",
+             f"{reads}. The rule runs wherever all the facts it needs are known: on the plan "
+             "(`generate`, `explain`, `plan`) and on what `lint` reads from launch files.", ""]
+    if examples:
+        lines += ["## In the test corpus", "", "Files the linter must report this finding for "
+                  "(`tests/lint_corpus/expected.yaml`):", ""]
+        for file, line, note in examples:
+            note = f": {note}" if note else ""
+            lines.append(f"- [`{file}`](../../tests/lint_corpus/{file}) line {line}{note}")
+        lines.append("")
+    lines += [f"In a launch script, `# gen-launch: noqa {r.code}` on a line suppresses it there. "
+              "All checks: [checks](../checks.md).", ""]
+    return "\n".join(lines)
+
+
+def rule_pages() -> dict[str, str]:
+    from generator.rules import RULES
+
+    examples = _corpus_examples()
+    return {f"{RULE_PAGES}/{code}.md": rule_page(code, examples.get(code, [])) for code in RULES}
 
 
 def seed_explain() -> str:
@@ -75,14 +135,9 @@ def seed_explain() -> str:
     from generator.plan.plan import resolve
     from generator.spec.model import load_spec
 
-    root = Path(__file__).resolve().parent.parent
     sample = "samples/seed-pretrain-256.yaml"
-    text = explain_text(resolve(load_spec(root / sample, sample)))
+    text = explain_text(resolve(load_spec(ROOT / sample, sample)))
     return f"```console\n$ gen-launch explain {sample}\n{text}```"
-
-
-def _md(text: str) -> str:
-    return text.replace("<", "&lt;").replace("|", "\\|")
 
 
 def sc21_table() -> str:
@@ -114,19 +169,53 @@ def published_layouts() -> str:
     return "\n".join(lines)
 
 
-SECTIONS = {"spec-reference": spec_reference, "rules": rule_table, "seed-explain": seed_explain,
-            "sc21-throughput": sc21_table, "autoplan-published": published_layouts}
+# page -> {section name: what fills it}; a section sits between <!-- NAME:start --> and :end -->
+SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
+    "docs/spec.md": {"spec-reference": spec_reference},
+    "docs/explain.md": {"seed-explain": seed_explain},
+    "docs/estimates.md": {"sc21-throughput": sc21_table},
+    "docs/plan.md": {"autoplan-published": published_layouts},
+    "docs/checks.md": {"rules": rule_table},
+}
 
 
-def render_sections(text: str) -> str:
-    for name, produce in SECTIONS.items():
+def render_sections(page: str, text: str) -> str:
+    for name, produce in SECTIONS.get(page, {}).items():
         pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
         if not pattern.search(text):
-            raise ValueError(f"README has no {name} markers")
+            raise ValueError(f"{page} has no {name} markers")
         text = pattern.sub(lambda m, p=produce: m.group(1) + p() + "\n" + m.group(2), text)
     return text
 
 
+def documents(root: Path = ROOT) -> dict[str, str]:
+    """Every generated page and every page with generated sections, as it should read."""
+    pages = {page: render_sections(page, (root / page).read_text(encoding="utf-8")) for page in SECTIONS}
+    return {**pages, **rule_pages()}
+
+
+def stale(root: Path = ROOT, expected: dict[str, str] | None = None) -> list[str]:
+    """The pages that differ from what their sources generate, and rule pages of no rule."""
+    expected = documents(root) if expected is None else expected
+    out = [page for page, text in expected.items()
+           if not (root / page).exists() or (root / page).read_text(encoding="utf-8") != text]
+    out += [str(p.relative_to(root)) for p in sorted((root / RULE_PAGES).glob("*.md"))
+            if str(p.relative_to(root)) not in expected]
+    return out
+
+
+def write(root: Path = ROOT) -> list[str]:
+    expected = documents(root)
+    changed = stale(root, expected)
+    (root / RULE_PAGES).mkdir(parents=True, exist_ok=True)
+    for page in changed:
+        if page in expected:
+            (root / page).write_text(expected[page], encoding="utf-8")
+        else:
+            (root / page).unlink()
+    return changed
+
+
 if __name__ == "__main__":
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    path.write_text(render_sections(path.read_text(encoding="utf-8")), encoding="utf-8")
+    for page in write(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT):
+        print(f"updated {page}")

@@ -40,6 +40,17 @@ def test_preset_names_match_the_preset_files() -> None:
     assert props["model"]["properties"]["preset"]["enum"] == list(presets.models())
 
 
+def test_the_megatron_enums_are_the_dialect_tables() -> None:
+    """megatron.version lists the releases megatron.yaml has catalogues for, megatron.fork its
+    Megatron-DeepSpeed tables: adding a release or a fork is one table entry and one enum value."""
+    from generator.dialects import megatron_dialect_names, megatron_releases
+
+    props = spec_schema()["properties"]["megatron"]["properties"]
+    assert props["version"]["enum"] == list(megatron_releases())
+    forks = [name.split("/", 1)[1] for name in megatron_dialect_names() if name.startswith("megatron-deepspeed/")]
+    assert props["fork"]["enum"] == forks
+
+
 def test_required_presets_exist() -> None:
     assert {"a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "b200", "gb200", "mi300x", "mi325x",
             "gaudi3", "ascend-910b", "cpu"} <= set(presets.gpus())
