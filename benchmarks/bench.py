@@ -27,14 +27,20 @@ def wall(command: list[str], repeat: int = 7) -> float:
 def main() -> None:
     python = sys.executable
     cli = [python, "-m", "generator"]
+    # the bare import of what `pip install .` brings (typer parses its options with pydantic)
+    deps = "import jinja2, jsonschema, pydantic, typer, yaml"
     commands = {
         "python -c pass": [python, "-c", "pass"],
+        "import the dependencies": [python, "-c", deps],
         "gen-launch --version": [*cli, "--version"],
         "gen-launch explain (seed)": [*cli, "explain", str(SAMPLE)],
         "gen-launch generate --target all": [*cli, "generate", str(SAMPLE), "--out", "/tmp/gen-launch-bench"],
     }
-    for label, command in commands.items():
-        print(f"{label + ':':34} {wall(command) * 1000:7.1f} ms")
+    times = {label: wall(command) for label, command in commands.items()}
+    for label, seconds in times.items():
+        print(f"{label + ':':34} {seconds * 1000:7.1f} ms")
+    ratio = times["gen-launch generate --target all"] / times["import the dependencies"]
+    print(f"{'generate / import the dependencies:':34} {ratio:7.2f} x")
 
     sys.path.insert(0, str(ROOT))
     from generator.plan.plan import resolve

@@ -18,11 +18,10 @@ def data_dir(name: str) -> Path:
     raise FileNotFoundError(f"gen-launch data folder {name!r} not found beside {_PACKAGE_DIR}")
 
 
-
-
 @cache
 def read_yaml(path: Path):
-    """A data file shipped in the package (presets, rule tables), read once."""
+    """A data file shipped in the package (presets, rule tables), read once, with libyaml's safe
+    loader where PyYAML has it (the same documents, ten times faster than the pure-Python one)."""
     import yaml
 
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

@@ -6,14 +6,16 @@ fits is used. `gen-launch plan` prints the ranking (report.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from generator.autoplan.search import Candidate, Search, search
 from generator.autoplan.space import domains, placeholders, searched
 from generator.errors import UserError
 from generator.spec.load import Document, load_yaml
+
+if TYPE_CHECKING:  # the search itself is imported when a spec has fields to search
+    from generator.autoplan.search import Candidate, Search
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class AutoPlan:
 
 def run_search(doc: Document, keep: int = 10) -> tuple[Any, dict[str, Any], Search]:
     """(template spec, {searched path: "auto" or list}, the search) for a spec with auto fields."""
+    from generator.autoplan.search import search
     from generator.spec.model import build_spec
 
     given = searched(doc.data)

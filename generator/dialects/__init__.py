@@ -10,8 +10,9 @@ reads, spelled as that fork and release's own parser defines them, with a capabi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +160,7 @@ class Dialect:
     name: str  # megatron-lm, mindspeed-llm, megatron-deepspeed/microsoft, ...
     title: str
     release: str | None  # Megatron-LM release (megatron-lm, mindspeed-llm)
-    catalogue: Catalogue
+    read_catalogue: Callable[[], Catalogue] = field(repr=False, compare=False)
     entries: tuple[Entry, ...]
     groups: tuple[tuple[int, str], ...]  # (index of the first entry, comment)
     capabilities: dict[str, Any]
@@ -169,6 +170,12 @@ class Dialect:
 
     def __str__(self) -> str:
         return self.title + (f" {self.release}" if self.release else "")
+
+    @cached_property
+    def catalogue(self) -> Catalogue:
+        """What the dialect's parser defines; read when first asked (the readers walk every
+        dialect's entries, but judge flags against one or two catalogues)."""
+        return self.read_catalogue()
 
     def can(self, capability: str) -> bool:
         """A capability, for this dialect's release where it depends on one."""
@@ -218,19 +225,7 @@ def dialect(name: str, release: str | None = None) -> Dialect:
     """The dialect ``name`` (a key of megatron.yaml), at a Megatron-LM release where it has them."""
     table = _all_tables()[name]
     base = _all_tables().get(table.get("base", name), table)
-    if "releases" in base:
-        release = release or "latest"
-        cat = catalogue(base["releases"][release])
-        if "adds" in table:
-            added = catalogue(table["adds"])
-            cat = Catalogue(f"{cat.source} + {added.source}", {**cat.options, **added.options})
-    else:
-        release = None
-        cat = catalogue(table["catalogue"])
-    if "extra_options" in table:
-        cat = Catalogue(cat.source, {**cat.options, **{
-            flag: Option(flag, flag[2:], arity, None, None)
-            for flag, arity in table["extra_options"].items()}})
+    release = (release or "latest") if "releases" in base else None
     entries: list[Entry] = []
     groups: list[tuple[int, str]] = []
     for item in _flatten(table["arguments"]):
@@ -240,9 +235,25 @@ def dialect(name: str, release: str | None = None) -> Dialect:
         entry = Entry(**item)
         if _in_range(release, entry.since, entry.until):
             entries.append(entry)
-    return Dialect(name, table["title"], release, cat, tuple(entries), tuple(groups),
+    return Dialect(name, table["title"], release, lambda: _catalogue_of(table, base, release),
+                   tuple(entries), tuple(groups),
                    table["capabilities"], table.get("defaults", {}), table.get("refused", {}),
                    base.get("renamed", {}))
+
+
+def _catalogue_of(table: dict[str, Any], base: dict[str, Any], release: str | None) -> Catalogue:
+    if release is not None:
+        cat = catalogue(base["releases"][release])
+        if "adds" in table:
+            added = catalogue(table["adds"])
+            cat = Catalogue(f"{cat.source} + {added.source}", {**cat.options, **added.options})
+    else:
+        cat = catalogue(table["catalogue"])
+    if "extra_options" in table:
+        cat = Catalogue(cat.source, {**cat.options, **{
+            flag: Option(flag, flag[2:], arity, None, None)
+            for flag, arity in table["extra_options"].items()}})
+    return cat
 
 
 def megatron_dialect_names() -> tuple[str, ...]:
