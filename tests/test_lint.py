@@ -149,6 +149,9 @@ def test_sarif_validates_against_the_schema(tmp_path: Path) -> None:
     run = log["runs"][0]
     rule_ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
     assert "GL004" in rule_ids and all(r["fullDescription"]["text"] for r in run["tool"]["driver"]["rules"])
+    for r in run["tool"]["driver"]["rules"]:  # code scanning links each rule to its page
+        page = r["helpUri"].split("/blob/main/", 1)[1]
+        assert page == f"docs/rules/{r['id']}.md" and (ROOT / page).is_file()
     result0 = run["results"][0]
     assert rule_ids[result0["ruleIndex"]] == result0["ruleId"]
     assert result0["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1

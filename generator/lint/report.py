@@ -68,6 +68,9 @@ def github(items: list[Located]) -> str:
         for i in items)
 
 
+_REPOSITORY = "https://github.com/gen-launch/gen-launch"  # each rule's page is docs/rules/CODE.md there
+
+
 def sarif(items: list[Located]) -> str:
     rules = sorted(RULES.values(), key=lambda r: r.code)
     index = {r.code: k for k, r in enumerate(rules)}
@@ -78,12 +81,13 @@ def sarif(items: list[Located]) -> str:
             "tool": {"driver": {
                 "name": "gen-launch",
                 "version": __version__,
-                "informationUri": "https://github.com/gen-launch/gen-launch",
+                "informationUri": _REPOSITORY,
                 "rules": [{
                     "id": r.code, "name": r.name,
                     "shortDescription": {"text": r.summary},
                     "fullDescription": {"text": r.explanation},
                     "help": {"text": f"{r.summary}\n\n{r.explanation}"},
+                    "helpUri": f"{_REPOSITORY}/blob/main/docs/rules/{r.code}.md",
                     "defaultConfiguration": {"level": r.severity},
                 } for r in rules],
             }},
