@@ -28,7 +28,7 @@ def _value_choices(entry) -> list:
         return list(entry.map)
     if entry.switch:
         return [entry.when]
-    return [(7, 8, 9) if entry.nargs > 1 else 7]
+    return [(7, 8, 9) if entry.nargs == "+" or entry.nargs > 1 else 7]
 
 
 @pytest.mark.parametrize(("name", "release"), DIALECTS, ids=[f"{n}-{r}" for n, r in DIALECTS])

@@ -199,3 +199,76 @@ def test_the_catalogue_script_reproduces_the_catalogue(trees) -> None:
     kept_file = ROOT / "generator" / "dialects" / "catalogues" / "megatron-lm-core_v0.16.1.json"
     kept = {tuple(f["options"]): (f["action"], f["nargs"]) for f in json.loads(kept_file.read_text())["flags"]}
     assert fresh == kept
+
+
+# what the run reads and writes, per dialect: (spec sections, {the parser's argument dest: value})
+_RUN_IO_COMMON = {
+    "data": {"paths": [{"path": "/data/web_text_document", "weight": 0.7},
+                       {"path": "/data/code_text_document", "weight": 0.3}], "split": "990,9,1"},
+    "checkpoint": {"dir": "/ckpt/run", "interval": 500},
+    "logging": {"tensorboard_dir": "/tb/run"},
+    "eval": {"interval": 1000, "iters": 20},
+}
+_RUN_IO_NAMESPACE = {"data_path": ["0.7", "/data/web_text_document", "0.3", "/data/code_text_document"],
+                     "split": "990,9,1", "save": "/ckpt/run", "load": "/ckpt/run", "save_interval": 500,
+                     "tensorboard_dir": "/tb/run", "eval_interval": 1000, "eval_iters": 20}
+RUN_IO_CASES = [
+    ("megatron-lm", "core_v0.16",
+     {"tokenizer": {"type": "HuggingFaceTokenizer", "model": "meta-llama/Meta-Llama-3-8B"},
+      "data": {"cache_path": "/scratch/cache"},
+      "checkpoint": {"format": "torch_dist", "async_save": True},
+      "logging": {"wandb_project": "llama3-pretrain", "wandb_run_name": "run-1", "throughput": True}},
+     {"tokenizer_type": "HuggingFaceTokenizer", "tokenizer_model": "meta-llama/Meta-Llama-3-8B",
+      "data_cache_path": "/scratch/cache", "ckpt_format": "torch_dist", "async_save": True,
+      "wandb_project": "llama3-pretrain", "wandb_exp_name": "run-1", "log_throughput": True}),
+    ("megatron-lm", "latest",
+     {"tokenizer": {"type": "GPT2BPETokenizer", "vocab_file": "/tok/gpt2-vocab.json",
+                    "merge_file": "/tok/gpt2-merges.txt"},
+      "checkpoint": {"finetune_from": "/ckpt/base"}},
+     {"tokenizer_type": "GPT2BPETokenizer", "vocab_file": "/tok/gpt2-vocab.json",
+      "merge_file": "/tok/gpt2-merges.txt", "load": "/ckpt/base", "finetune": True, "no_load_optim": True,
+      "no_load_rng": True}),
+    ("microsoft", None,
+     {"tokenizer": {"type": "HuggingFaceTokenizer", "model": "meta-llama/Llama-2-7b-hf"},
+      "logging": {"wandb_project": "llama2"}},
+     {"tokenizer_type": "HFTokenizer", "tokenizer_model": "meta-llama/Llama-2-7b-hf",
+      "wandb_project": "llama2", "wandb_exp_name": "io-microsoft"}),
+    ("bigscience", None,
+     {"tokenizer": {"type": "HuggingFaceTokenizer", "model": "bigscience/tokenizer"}},
+     {"tokenizer_type": "PretrainedFromHF", "tokenizer_name_or_path": "bigscience/tokenizer"}),
+]
+
+
+def test_data_tokenizer_checkpoints_logging_and_eval_reach_each_parsers_namespace(trees, tmp_path: Path) -> None:
+    """The spec's data, tokenizer, checkpoint, logging and eval sections, rendered for each
+    dialect, are accepted by its own parser and validate_args, and its namespace holds the spec's
+    values (spelled as that fork names them: the Hugging Face tokenizer is HFTokenizer in
+    microsoft's fork and PretrainedFromHF in BLOOM's)."""
+    import yaml
+
+    cases = []
+    for dialect, version, sections, namespace in RUN_IO_CASES:
+        name = f"io-{dialect}"
+        data = spec_dict(name=name, batch={"micro_batch_size": 1, "gradient_accumulation_steps": 4})
+        data["framework"] = "megatron-lm" if dialect == "megatron-lm" else "megatron-deepspeed"
+        data["megatron"] = {"version": version} if version else {"fork": dialect}
+        for section in {*_RUN_IO_COMMON, *sections}:
+            data[section] = {**_RUN_IO_COMMON.get(section, {}), **sections.get(section, {})}
+        if "finetune_from" in data["checkpoint"]:
+            data["checkpoint"]["dir"] = "/ckpt/run"
+        path = tmp_path / f"{name}-{version}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        (case,) = cases_of(spec_files(load_spec(path))[0], path.stem)
+        want = {**_RUN_IO_NAMESPACE, **namespace}
+        case["show"] = sorted(want)
+        case["namespace"] = want
+        cases.append(case)
+    failures = []
+    for case, result in zip(cases, run_parsers(trees, cases), strict=True):
+        if not result["ok"]:
+            failures.append(f"{case['label']}: {result['error']}")
+            continue
+        for dest, value in case["namespace"].items():
+            if result["shown"].get(dest) != value:
+                failures.append(f"{case['label']}: args.{dest} = {result['shown'].get(dest)!r}, the spec gives {value!r}")
+    assert not failures, "\n".join(failures)

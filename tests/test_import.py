@@ -219,7 +219,19 @@ def _varied_specs(draw) -> dict:
     training["weight_decay"] = draw(st.sampled_from([0.0, 0.1]))
     data["slurm"] = {"partition": draw(st.sampled_from([None, "gpu"])),
                      "exclusive": draw(st.booleans()), "time": "01:00:00"}
-    data["launch"]["extra_args"] = draw(st.sampled_from([[], ["--data-path", "/d x"]]))
+    data["launch"]["extra_args"] = draw(st.sampled_from([[], ["--num-workers", "4"]]))
+    if data["framework"] in ("megatron-lm", "megatron-deepspeed"):  # what every Megatron dialect writes
+        data["data"] = {**data.get("data", {}), **draw(st.sampled_from([
+            {}, {"paths": ["/d x"]}, {"paths": [{"path": "/a", "weight": 0.25}, {"path": "/b c", "weight": 0.75}],
+                                     "split": "98,1,1"}]))}
+        data["tokenizer"] = draw(st.sampled_from([{}, {"type": "HuggingFaceTokenizer", "model": "org/tok"},
+                                                  {"type": "GPT2BPETokenizer", "vocab_file": "/v.json",
+                                                   "merge_file": "/m.txt"}]))
+        data["checkpoint"] = draw(st.sampled_from([{}, {"dir": "/ckpt/run", "interval": 100},
+                                                   {"dir": {"shell": "${CKPT}/run"}},
+                                                   {"dir": "/ckpt/ft", "finetune_from": "/ckpt/base"}]))
+        data["eval"] = draw(st.sampled_from([{}, {"interval": 50, "iters": 0}]))
+        data["logging"] = draw(st.sampled_from([{}, {"tensorboard_dir": "/tb"}]))
     data["launch"]["env"] = draw(st.sampled_from([{}, {"NCCL_DEBUG": "INFO", "X": "1"}]))
     return data
 
@@ -261,31 +273,34 @@ srun torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py \\
 
 def test_runtime_values_stay_references(tmp_path: Path) -> None:
     """A value from the environment stays a run-time reference in the spec and in the
-    regenerated script; one that cannot (a command substitution) is left out with its flag,
-    marked; a real Slurm account (six@a100) is accepted."""
+    regenerated script (the checkpoint folder, which the spec saves to and resumes from, with the
+    script's other --load marked); one that cannot (a command substitution) is left out, marked;
+    a real Slurm account (six@a100) is accepted."""
     import subprocess
 
     script = tmp_path / "train.slurm"
     script.write_text(RUNTIME_SCRIPT)
     imported = import_paths([script])
     spec = yaml.safe_load(imported.text)
-    extra = spec["launch"]["extra_args"]
-    assert extra[:4] == ["--save", {"shell": "${CHECKPOINT_PATH}"}, "--load", {"shell": "/scratch/${RUN_NAME}/latest"}]
-    assert "--tensorboard-dir" not in extra and "--exit-signal-handler" in extra
-    assert "--tensorboard-dir <run-time value>" in imported.draft.marks["launch.extra_args"]
+    assert spec["launch"]["extra_args"] == ["--exit-signal-handler"]
+    assert spec["checkpoint"]["dir"] == {"shell": "${CHECKPOINT_PATH}"}
+    assert "--load /scratch/${RUN_NAME}/latest" in imported.draft.marks["checkpoint.dir"]
+    assert spec["data"]["paths"] == ["/data/a_text_document"]
+    assert spec["logging"]["tensorboard_dir"] is None
+    assert "not known before run time" in imported.draft.marks["logging.tensorboard_dir"]
     assert spec["slurm"]["account"] == "six@a100"
     (tmp_path / "spec.yaml").write_text(imported.text)
     result = CliRunner().invoke(app, ["generate", str(tmp_path / "spec.yaml"), "--set", "cluster.gpu=h100-80gb",
                                       "--out", str(tmp_path / "out"), "--target", "all"])
     assert result.exit_code == 0, result.output
     sbatch = (tmp_path / "out" / "launch.sbatch").read_text()
-    assert '--save "${CHECKPOINT_PATH}" --load "/scratch/${RUN_NAME}/latest"' in sbatch
     assert "#SBATCH --account=six@a100" in sbatch
-    line = next(x for x in sbatch.splitlines() if x.startswith("EXTRA_ARGS="))
-    words = subprocess.run(["bash", "-c", f'{line}\nprintf "%s\\n" "${{EXTRA_ARGS[@]}}"'], check=True,
+    args = tmp_path / "out" / "megatron_args.sh"
+    words = subprocess.run(["bash", "-c", f'source {args}\nprintf "%s\\n" "${{MEGATRON_ARGS[@]}}"'], check=True,
                            capture_output=True, text=True,
                            env={"CHECKPOINT_PATH": "/ck", "RUN_NAME": "r1", "PATH": "/usr/bin:/bin"}).stdout.split()
-    assert words[:4] == ["--save", "/ck", "--load", "/scratch/r1/latest"]
+    at = words.index("--save")
+    assert words[at:at + 4] == ["--save", "/ck", "--load", "/ck"]
 
 
 def test_a_bloom_script_imports_as_bigscience(tmp_path: Path) -> None:

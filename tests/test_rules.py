@@ -300,6 +300,8 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
     "GL221": [({"megatron_setting_ignored": ("megatron.fork", "bigscience", "megatron-lm", "megatron-deepspeed")},
                {"megatron_setting_ignored": None},
                "megatron.fork 'bigscience' is ignored with framework megatron-lm; it applies to megatron-deepspeed")],
+    "GL223": [({"run_io_unwritten": ("checkpoint.dir", "fsdp")}, {"run_io_unwritten": None},
+               "checkpoint.dir is not written for framework fsdp")],
     "GL306": [({"exports": (("NCCL_IB_TIMEOUT", "22"),), "ascend": True},
                {"exports": (("NCCL_IB_TIMEOUT", "22"),), "ascend": False},
                "NCCL_IB_TIMEOUT is not read on Ascend NPUs, which use HCCL")],

@@ -96,7 +96,7 @@ class Entry:
     when: Any = True
     map: dict[str, str] | None = None
     read: dict[str, str] | None = None
-    nargs: int = 1
+    nargs: int | str = 1  # a count, or "+": one or more (the value is a tuple)
     spec: str | None = None
     spec_value: Any = None
     implied: bool = False
@@ -132,8 +132,10 @@ class Entry:
             return None
         if self.raw is not None:
             return [self.raw]
-        values = value if self.nargs > 1 else (value,)
-        return [repr(v) if isinstance(v, float) else str(v) for v in values]
+        values = value if self.nargs == "+" or self.nargs > 1 else (value,)
+        # a run-time reference (spec.model.ShellRef) stays one, for the template to quote
+        return [repr(v) if isinstance(v, float) else str(v) if isinstance(v, str | int) else v
+                for v in values]
 
     def written(self, values: dict[str, Any]) -> list[str] | None:
         """The words after the flag in a plan's arguments, or None when it is not written."""

@@ -28,6 +28,15 @@ SPEC_FIELD = {
     "ascend": "cluster.gpu", "zero_stage": "parallelism.zero_stage",
     "overlap_grad_reduce": "parallelism.distributed_optimizer",
     "overlap_param_gather": "parallelism.distributed_optimizer",
+    # what the run reads and writes
+    "data_path": "data.paths", "data_split": "data.split", "data_cache_path": "data.cache_path",
+    "mock_data": "data.mock", "tokenizer_type": "tokenizer.type", "tokenizer_model": "tokenizer.model",
+    "vocab_file": "tokenizer.vocab_file", "merge_file": "tokenizer.merge_file", "save": "checkpoint.dir",
+    "load": "checkpoint.dir", "finetune": "checkpoint.finetune_from", "save_interval": "checkpoint.interval",
+    "ckpt_format": "checkpoint.format", "async_save": "checkpoint.async_save",
+    "wandb_project": "logging.wandb_project", "wandb_exp_name": "logging.wandb_run_name",
+    "tensorboard_dir": "logging.tensorboard_dir", "log_throughput": "logging.throughput",
+    "eval_interval": "eval.interval", "eval_iters": "eval.iters",
     # the architecture beyond the shape
     **{name: f"model.{name}" for name in (*ARCHITECTURE, "qkv_bias", "kv_channels")},
     "rope_scaling": "model.rope_scaling", "rope_scaling_factor": "model.rope_scaling",
@@ -43,7 +52,8 @@ _SETTING = {"megatron-lm": "framework: megatron-lm", "mindspeed-llm": "framework
             "megatron-deepspeed/bigscience": "megatron.fork: bigscience"}
 # values that only say how others are written (no flag of their own has to carry them)
 _CARRIED = {"world_size", "dp", "global", "accumulation", "steps", "warmup_steps", "vocab_size",
-            "layers_per_virtual_stage", "lr_warmup_fraction"}
+            "layers_per_virtual_stage", "lr_warmup_fraction",
+            "wandb_exp_name"}  # the run's name in wandb: written with the project, moot without it
 
 
 def megatron_values(plan) -> dict[str, Any]:
@@ -86,6 +96,7 @@ def megatron_values(plan) -> dict[str, Any]:
         "fp8_param_gather": t.precision == "fp8" and p.distributed_optimizer,
         "recompute": t.recompute, "ascend": ascend,
         **architecture_values(m, plan.ep),
+        **run_io_values(plan.spec),
         # what the step-time model counts as hidden under the backward pass (estimate/performance)
         "overlap_grad_reduce": plan.framework == "megatron-lm" and plan.overlap_grad_reduce,
         "overlap_param_gather": plan.framework == "megatron-lm" and plan.overlap_grad_reduce
@@ -98,6 +109,26 @@ def megatron_values(plan) -> dict[str, Any]:
         "world_size": plan.world_size, "dp": plan.dp, "global": plan.global_batch_size,
         "accumulation": plan.gradient_accumulation_steps, "steps": plan.schedule.train_iters,
         "warmup_steps": plan.schedule.warmup_iters,
+    }
+
+
+def run_io_values(s) -> dict[str, Any]:
+    """What the run reads and writes beyond the model: data, tokenizer, checkpoints, logging and
+    evaluation, under the tables' names (None: not given, the framework's default)."""
+    d, tok, ckpt, log = s.data, s.tokenizer, s.checkpoint, s.logging
+    blend = tuple(w for p in d.paths for w in ((repr(p[1]), p[0]) if isinstance(p, tuple) else (p,)))
+    finetune = ckpt.finetune_from is not None
+    return {
+        "data_path": blend or None, "data_split": d.split, "data_cache_path": d.cache_path,
+        "mock_data": d.mock,
+        "tokenizer_type": tok.type, "tokenizer_model": tok.model, "vocab_file": tok.vocab_file,
+        "merge_file": tok.merge_file,
+        "save": ckpt.dir, "load": ckpt.finetune_from if finetune else ckpt.dir, "finetune": finetune,
+        "save_interval": ckpt.interval, "ckpt_format": ckpt.format, "async_save": ckpt.async_save,
+        "wandb_project": log.wandb_project,
+        "wandb_exp_name": (log.wandb_run_name or s.name) if log.wandb_project else None,
+        "tensorboard_dir": log.tensorboard_dir, "log_throughput": log.throughput,
+        "eval_interval": s.eval.interval, "eval_iters": s.eval.iters,
     }
 
 

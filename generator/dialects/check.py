@@ -18,7 +18,7 @@ def dialect_findings(plan) -> list[Finding]:
     findings = _ignored_settings(plan.spec)
     d = plan.dialect
     if d is None:
-        return findings
+        return findings + _unwritten_run_io(plan.spec)
     values = megatron_values(plan)
     for name in unexpressed(d, values):
         field_ = SPEC_FIELD[name]
@@ -47,10 +47,31 @@ def _ignored_settings(spec) -> list[Finding]:
     return out
 
 
+# the fields that become Megatron's data, tokenizer, checkpoint, logging and eval arguments
+_RUN_IO = {"data": ("paths", "split", "cache_path", "mock"), "tokenizer": None, "checkpoint": None,
+           "logging": None, "eval": None}
+
+
+def _unwritten_run_io(spec) -> list[Finding]:
+    """GL223: run-io fields given for a framework without Megatron arguments."""
+    out = []
+    for section, keys in _RUN_IO.items():
+        given = spec.doc.data.get(section) or {}
+        for key in keys or given:
+            if key in given and given[key] not in (None, False, [], {}):
+                fact = Fact((f"{section}.{key}", spec.framework), spec.where(f"{section}.{key}"))
+                out.append(RULES["GL223"].run({"run_io_unwritten": fact}))
+    return out
+
+
 def _spec_value(spec, dotted: str) -> Any:
     value: Any = spec
     for part in dotted.split("."):
         value = getattr(value, part)
+    from generator.spec.model import ShellRef
+
+    if isinstance(value, ShellRef):  # a run-time word, as the spec writes it
+        return value.text
     return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from generator import __version__
 from generator.errors import UserError, UserErrors
 from generator.importer.deepspeed import read_deepspeed
-from generator.importer.draft import MARK, Draft, to_yaml
+from generator.importer.draft import MARK, Draft, RuntimeWord, to_yaml
 from generator.importer.launch import read_launch_facts
 from generator.importer.megatron import read_megatron
 from generator.importer.model import read_model
@@ -129,12 +129,6 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     _required(draft)
     _drop_defaults(draft)
     return draft
-
-
-class RuntimeWord(str):
-    """An entry-point word known only at run time, with its shell text (${NAME} references)."""
-
-    shell: str
 
 
 def _entry_words(facts) -> list[str | None]:

@@ -11,6 +11,12 @@ import yaml
 MARK = "gen-launch import:"
 
 
+class RuntimeWord(str):
+    """An entry-point word known only at run time, with its shell text (${NAME} references)."""
+
+    shell: str
+
+
 @dataclass
 class Draft:
     values: dict[str, Any] = field(default_factory=dict)  # "parallelism.tp" -> 2

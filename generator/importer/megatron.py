@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from generator.dialects import Dialect
 from generator.dialects.argv import split
-from generator.importer.draft import Draft
+from generator.importer.draft import Draft, RuntimeWord
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.spec.model import ARCHITECTURE
 
@@ -35,7 +35,8 @@ def split_words(words: list[str | None], arities: dict[str, int]
     for option in options:
         arity = arities.get(option.flag)
         values = option.texts(words)
-        if arity is None or (option.inline is not None and arity != 1) or len(values) != arity:
+        complete = len(values) >= 1 if arity == "+" else len(values) == arity
+        if arity is None or (option.inline is not None and arity != 1) or not complete:
             continue
         known[option.flag] = values
         used |= {option.index, *option.values}
@@ -96,6 +97,7 @@ def read_megatron(words: list[str | None], draft: Draft, d: Dialect) -> list[str
         set_adam_betas(draft, flag_value(known, "--adam-beta1", float),
                        flag_value(known, "--adam-beta2", float))
     _implied(known, draft, d)
+    _load(known, draft)
     _rope_scaling(known, draft)
     _vpp(known, draft)
     _schedule(known, draft)
@@ -111,14 +113,22 @@ def read_entries(known: dict, draft: Draft, d: Dialect, extra: list) -> None:
         if entry.flag not in known or entry.spec is None or entry.implied or entry.same_as:
             continue
         words_ = known[entry.flag]
-        if entry.type in _KIND:
+        if entry.nargs == "+":
+            draft.set(entry.spec, _blend(words_))
+        elif entry.type == "str" and isinstance(words_[0], RuntimeWord):  # ${NAME}/... at run time
+            draft.set(entry.spec, {"shell": words_[0].shell})
+        elif entry.type in _KIND:
             got = flag_value(known, entry.flag, _KIND[entry.type])
             if got is None:
                 draft.unknown(entry.spec, f"{entry.flag} is {_shown(words_[0])}, not known before run time")
             else:
                 draft.set(entry.spec, got)
         elif entry.map is not None:
-            meaning = entry.meaning([w or "" for w in words_])
+            texts = [w or "" for w in words_]
+            meaning = entry.meaning(texts)
+            if meaning is None and any(o is not entry and o.flag == entry.flag and o.map is not None
+                                       and o.meaning(texts) is not None for o in d.entries):
+                continue  # another entry of the flag reads it (MindSpeed's tokenizer names)
             if meaning is None:
                 draft.notes.append(f"{entry.flag} {_shown(words_[0])} has no spec equivalent; "
                                    "kept in extra_args")
@@ -132,6 +142,37 @@ def read_entries(known: dict, draft: Draft, d: Dialect, extra: list) -> None:
                 draft.set(entry.spec, entry.spec_value if entry.spec_value is not None else meaning)
         else:
             draft.set(entry.spec, entry.spec_value if entry.spec_value is not None else entry.when)
+
+
+def _blend(words: list[str | None]) -> list:
+    """--data-path's words as data.paths: prefixes, or {path, weight} pairs of a blend."""
+    def word(text):
+        return {"shell": text.shell} if isinstance(text, RuntimeWord) else text
+
+    weights = [parse_value(w, float) for w in words[::2]]
+    if len(words) % 2 == 0 and all(w is not None for w in weights):
+        return [{"path": word(path), "weight": w} for w, path in zip(weights, words[1::2], strict=True)]
+    return [word(w) for w in words]
+
+
+def _load(known: dict, draft: Draft) -> None:
+    """--load: with --finetune the weights a fine-tune starts from; otherwise the folder a run
+    resumes from, which the spec keeps one with --save (checkpoint.dir)."""
+    if "--load" not in known:
+        return
+    (load,) = known["--load"]
+    value = {"shell": load.shell} if isinstance(load, RuntimeWord) else load
+    if "--finetune" in known:
+        draft.set("checkpoint.finetune_from", value)
+    elif "--save" not in known:
+        draft.set("checkpoint.dir", value)
+    elif known["--save"] != known["--load"]:
+        def text(word):
+            return word.shell if isinstance(word, RuntimeWord) else _shown(word)
+
+        draft.marks["checkpoint.dir"] = (f"the files resume from --load {text(load)} and save to "
+                                         f"--save {text(known['--save'][0])}; the spec resumes from "
+                                         "where it saves")
 
 
 def _same_as(entry, known: dict, draft: Draft, d: Dialect) -> None:

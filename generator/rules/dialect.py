@@ -65,6 +65,22 @@ def setting_ignored(megatron_setting_ignored: tuple) -> str | None:
     return f"{setting} {value!r} is ignored with framework {framework}; it applies to {belongs}"
 
 
+@rule("GL223", "run-io-not-written",
+      "Data, tokenizer, checkpoint, logging and eval fields are written for the Megatron frameworks only.")
+def run_io_not_written(run_io_unwritten: tuple) -> str | None:
+    """The data, tokenizer, checkpoint, logging and eval sections become Megatron's arguments
+    (--data-path, --tokenizer-*, --save/--load, --wandb-*, --eval-*) for Megatron-LM, MindSpeed-LLM
+    and both Megatron-DeepSpeed forks. A plain DeepSpeed or FSDP entry point has arguments of its
+    own, which gen-launch does not write yet: the run would start without the data, checkpoints
+    or logging the spec names. Fix: pass them as the entry point's own arguments in
+    launch.extra_args, or use a Megatron framework.
+
+    Example: checkpoint.dir /ckpt with framework fsdp."""
+    field_, framework = run_io_unwritten
+    return (f"{field_} is not written for framework {framework} (only the Megatron frameworks take these "
+            "sections); pass it as the entry point's own argument in launch.extra_args")
+
+
 def did_you_mean(flag: str, known) -> str:
     close = difflib.get_close_matches(flag, list(known), n=2, cutoff=0.75)
     return f"; did you mean {' or '.join(close)}?" if close else ""

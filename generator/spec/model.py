@@ -176,18 +176,6 @@ class Training:
 
 
 @dataclass(frozen=True)
-class Data:
-    packing: bool = False
-    average_sequence_length: int | None = None
-
-
-@dataclass(frozen=True)
-class Megatron:
-    version: str  # a Megatron-LM release: core_v0.12 ... core_v0.19 | latest
-    fork: str = "microsoft"  # the Megatron-DeepSpeed fork: microsoft | bigscience
-
-
-@dataclass(frozen=True)
 class ShellRef:
     """An extra argument known at run time: literal text with ${NAME} references (the schema
     allows nothing else), written double-quoted so that only those expand."""
@@ -196,6 +184,53 @@ class ShellRef:
 
     def __str__(self) -> str:
         return self.text
+
+
+@dataclass(frozen=True)
+class Data:
+    packing: bool = False
+    average_sequence_length: int | None = None
+    paths: tuple[str | ShellRef | tuple[str, float], ...] = ()  # a prefix, or (prefix, weight) of a blend
+    split: str | None = None
+    cache_path: str | ShellRef | None = None
+    mock: bool = False
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    type: str | None = None
+    model: str | ShellRef | None = None
+    vocab_file: str | ShellRef | None = None
+    merge_file: str | ShellRef | None = None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    dir: str | ShellRef | None = None
+    interval: int | None = None
+    format: str | None = None
+    async_save: bool = False
+    finetune_from: str | ShellRef | None = None
+
+
+@dataclass(frozen=True)
+class Logging:
+    wandb_project: str | None = None
+    wandb_run_name: str | None = None
+    tensorboard_dir: str | ShellRef | None = None
+    throughput: bool = False
+
+
+@dataclass(frozen=True)
+class Eval:
+    interval: int | None = None
+    iters: int | None = None
+
+
+@dataclass(frozen=True)
+class Megatron:
+    version: str  # a Megatron-LM release: core_v0.12 ... core_v0.19 | latest
+    fork: str = "microsoft"  # the Megatron-DeepSpeed fork: microsoft | bigscience
 
 
 @dataclass(frozen=True)
@@ -242,6 +277,10 @@ class Spec:
     stage_names: tuple[str, ...] = ()
     auto: Any = field(default=None, repr=False, compare=False)  # autoplan.AutoPlan when searched
     data: Data = field(default_factory=Data)
+    tokenizer: Tokenizer = field(default_factory=Tokenizer)
+    checkpoint: Checkpoint = field(default_factory=Checkpoint)
+    logging: Logging = field(default_factory=Logging)
+    eval: Eval = field(default_factory=Eval)
 
     def where(self, dotted: str) -> str:
         """Where a field's value came from: ``file:line:col``, ``preset NAME`` or ``default``."""
@@ -376,12 +415,44 @@ def build_spec(doc: Document) -> Spec:
         ),
         slurm=Slurm(**{**data["slurm"], "container_mounts": tuple(data["slurm"]["container_mounts"])}),
         megatron=Megatron(**data["megatron"]),
-        data=Data(**data["data"]),
+        data=_data(doc, data["data"]),
+        tokenizer=Tokenizer(**{k: _word(v) for k, v in data["tokenizer"].items()}),
+        checkpoint=_checkpoint(doc, data["checkpoint"]),
+        logging=Logging(**{k: _word(v) for k, v in data["logging"].items()}),
+        eval=Eval(**data["eval"]),
         source=doc.file,
         doc=doc,
         stage_names=tuple(st["name"] for st in data.get("stages") or ()),
         auto=auto,
     )
+
+
+def _word(value: Any) -> Any:
+    """A value that reaches a launch file as one word: {shell: "${NAME}/..."} is a run-time
+    reference, anything else the value itself."""
+    return ShellRef(value["shell"]) if isinstance(value, dict) and set(value) == {"shell"} else value
+
+
+def _checkpoint(doc: Document, data: dict) -> Checkpoint:
+    if data.get("async_save") and data.get("format") == "torch":
+        raise UserError("$.checkpoint.async_save: Megatron saves in the background only in the torch_dist "
+                        "format; set checkpoint.format: torch_dist (or leave it to the release's default)",
+                        doc.locate(["checkpoint", "async_save"]))
+    return Checkpoint(**{k: _word(v) for k, v in data.items()})
+
+
+def _data(doc: Document, data: dict) -> Data:
+    """The data section; a blend of several datasets gives each a weight (the forks read
+    --data-path as weight-path pairs, Megatron-LM too once one weight is given)."""
+    paths = data.get("paths") or []
+    weighted = [isinstance(p, dict) and "weight" in p for p in paths]
+    if len(paths) > 1 and not all(weighted):
+        k = weighted.index(False)
+        raise UserError(f"$.data.paths[{k}]: a blend of {len(paths)} datasets gives each a weight, e.g. "
+                        "{path: /data/a_text_document, weight: 0.7}", doc.locate(["data", "paths", k]))
+    return Data(**{**data, "paths": tuple((p["path"], float(p["weight"])) if isinstance(p, dict)
+                                          and "weight" in p else _word(p) for p in paths),
+                   "cache_path": _word(data.get("cache_path"))})
 
 
 def _located_count(doc: Document, value: Any, path: list) -> int:
