@@ -205,4 +205,25 @@ def _estimates(plan: Plan) -> list[str]:
         f"MFU {p.mfu:.1%}, HFU {p.hfu:.1%}",
         f"  {plan.train_tokens:,} tokens in {days:.1f} days, {days * 24 * p.gpus:,.0f} GPU-hours",
     ]
+    lines += _allocations(plan, e.train_seconds or 0, p.step_time_s)
     return lines
+
+
+def _allocations(plan, train_seconds: float, step_time_s: float) -> list[str]:
+    """How the run fits its Slurm time limit: allocations needed, checkpoints, the exit before it."""
+    from generator.units import slurm_minutes
+
+    limit = slurm_minutes(plan.spec.slurm.time)
+    if limit is None or train_seconds <= limit * 60:
+        return []
+    ckpt = plan.spec.checkpoint
+    line = f"  slurm.time {plan.spec.slurm.time}: ≈{-(-train_seconds // (limit * 60)):.0f} allocations"
+    if ckpt.dir is None:
+        return [line + "; nothing is saved (no checkpoint.dir): each would start over"]
+    if ckpt.interval:
+        line += f"; a checkpoint every {ckpt.interval:,} steps ({ckpt.interval * step_time_s / 3600:.1f} h)"
+    if plan.exit_duration_minutes:
+        line += (f"; exits and saves after {plan.exit_duration_minutes:,} minutes (--exit-duration-in-mins), "
+                 f"the next allocation resumes from checkpoint.dir; launch.sbatch submits {plan.allocations} "
+                 "jobs as one --dependency=singleton chain")
+    return [line]

@@ -63,3 +63,24 @@ def human(n: int) -> str:
             text = f"{n / scale:.1f}".rstrip("0").rstrip(".")
             return f"{text}{suffix}"
     return str(n)
+
+
+_SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d{2}))?(?::(\d{2}))?$")
+
+
+def slurm_minutes(text: str) -> int | None:
+    """A Slurm time limit in whole minutes (seconds rounded up), as sbatch reads --time:
+    ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S``; None for UNLIMITED / INFINITE."""
+    if text.upper() in ("UNLIMITED", "INFINITE"):
+        return None
+    match = _SLURM_TIME.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a Slurm time limit")
+    days, first, second, third = match.groups()
+    if days is not None:  # D-H, D-H:M, D-H:M:S
+        hours, minutes, seconds = int(first), int(second or 0), int(third or 0)
+    elif third is not None:  # H:M:S
+        hours, minutes, seconds = int(first), int(second), int(third)
+    else:  # M or M:S
+        hours, minutes, seconds = 0, int(first), int(second or 0)
+    return int(days or 0) * 1440 + hours * 60 + minutes + (1 if seconds else 0)

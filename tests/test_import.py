@@ -64,6 +64,8 @@ def _plan_facts(text: str) -> dict:
         data["schedule"].pop("megatron_counts_in")
     for key in _FORM_BATCH:
         data["batch"].pop(key)
+    # the same warnings, located in the other file
+    data["warnings"] = [re.sub(r"^\S+:\d+:\d+: ", "", re.sub(r" \[.*\]$", "", w)) for w in data.get("warnings", [])]
     return data
 
 

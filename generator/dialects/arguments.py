@@ -97,6 +97,7 @@ def megatron_values(plan) -> dict[str, Any]:
         "recompute": t.recompute, "ascend": ascend,
         **architecture_values(m, plan.ep),
         **run_io_values(plan.spec),
+        "exit_duration_minutes": plan.exit_duration_minutes,
         # what the step-time model counts as hidden under the backward pass (estimate/performance)
         "overlap_grad_reduce": plan.framework == "megatron-lm" and plan.overlap_grad_reduce,
         "overlap_param_gather": plan.framework == "megatron-lm" and plan.overlap_grad_reduce

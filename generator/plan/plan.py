@@ -62,6 +62,10 @@ class Plan:
     notes: tuple[str, ...]
     warnings: tuple[Finding, ...]
     derivation: tuple[str, ...]
+    # --exit-duration-in-mins: a run longer than its allocation exits and saves before the limit
+    exit_duration_minutes: int | None = None
+    # jobs launch.sbatch submits as one --dependency=singleton chain (None: one job)
+    allocations: int | None = None
     # the estimate, once computed (see estimate()); not part of the plan's identity
     _estimate: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -445,9 +449,53 @@ def resolve(spec: Spec) -> Plan:
         raise PlanError(refused)
     plan = replace(plan, warnings=plan.warnings + tuple(checked_dialect))
     estimate = plan.estimate()
-    checked = replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts))
+    exit_minutes, timed = _time_limit(plan, estimate)
+    allocations = None
+    if exit_minutes is not None:
+        allocations = chained_jobs(estimate.train_seconds, exit_minutes)
+    checked = replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts) + timed,
+                      exit_duration_minutes=exit_minutes, allocations=allocations)
     object.__setattr__(checked, "_estimate", estimate)  # the added warnings do not change it
     return checked
+
+
+MAX_CHAINED_JOBS = 500  # below the usual MaxSubmitJobs; a longer run needs a longer time limit
+
+
+def chained_jobs(train_seconds: float, exit_minutes: int) -> int:
+    """Jobs to submit for a run longer than one allocation: the allocations its estimate needs,
+    20% more (at least one) for the estimate's error, at most MAX_CHAINED_JOBS."""
+    needed = -(-int(train_seconds) // (exit_minutes * 60))
+    return min(MAX_CHAINED_JOBS, needed + max(1, -(-needed // 5)))
+
+
+def exit_margin_minutes(limit: int, step_time_s: float) -> int:
+    """What the exit before the time limit leaves for the last step, the save and the teardown:
+    15 minutes or 5% of the limit, whichever is more, plus two steps."""
+    return max(15, -(-limit * 5 // 100)) + -(-int(2 * step_time_s) // 60)
+
+
+def _time_limit(plan: Plan, estimate) -> tuple[int | None, tuple[Finding, ...]]:
+    """The run against its Slurm time limit (GL309-GL311), and the minutes after which a run
+    longer than one allocation exits and saves (Megatron's --exit-duration-in-mins; with
+    checkpoint.dir the next allocation resumes there)."""
+    from generator.units import slurm_minutes
+
+    limit = slurm_minutes(plan.spec.slurm.time)
+    ckpt = plan.spec.checkpoint
+    facts = {"checkpoint_dir": Fact(ckpt.dir, plan.spec.where("checkpoint.dir"))}
+    exit_minutes = None
+    perf = estimate.performance
+    if limit is not None and perf is not None:
+        time = {"time_limit_minutes": Fact(limit, plan.spec.where("slurm.time")),
+                "train_seconds": Fact(estimate.train_seconds, DERIVED),
+                "step_time_s": Fact(perf.step_time_s, DERIVED),
+                "save_interval": Fact(ckpt.interval, plan.spec.where("checkpoint.interval"))}
+        facts.update(time)
+        if ckpt.dir is not None and estimate.train_seconds > limit * 60 and plan.dialect is not None:
+            exit_minutes = max(1, limit - exit_margin_minutes(limit, perf.step_time_s))
+    findings = (RULES[code].run(facts) for code in ("GL309", "GL310", "GL311"))
+    return exit_minutes, tuple(f for f in findings if f is not None)
 
 
 def _memory_warnings(plan: Plan, estimate, facts: dict[str, Fact]) -> tuple[Finding, ...]:

@@ -74,3 +74,67 @@ def invalid_directive(sbatch_invalid_directives: tuple) -> str | None:
     word, where = sbatch_invalid_directives[0]
     return (f"sbatch refuses the script: {word!r} on an #SBATCH line is not an option (\"Invalid "
             "directive found in batch script\")", (), ("sbatch_invalid_directives", where))
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 86400:.1f} days" if seconds >= 2 * 86400 else f"{seconds / 3600:.1f} h"
+
+
+@rule("GL309", "run-outlives-allocation-unsaved",
+      "The run is estimated to take longer than the Slurm time limit and saves no checkpoints.",
+      severity="warning")
+def outlives_unsaved(train_seconds: float, time_limit_minutes: int,
+                     checkpoint_dir: str | None = None) -> str | None:
+    """Slurm ends the job at its time limit (--time); a run that needs more than one allocation
+    continues only from a checkpoint, and without checkpoint.dir every allocation starts the run
+    over. Fix: set checkpoint.dir (saved to and resumed from) and checkpoint.interval; the
+    generated arguments then also exit and save before the limit (--exit-duration-in-mins).
+
+    Example: Llama-3-70B estimated at 51 days with slurm.time 4-00:00:00 and no checkpoint."""
+    limit = time_limit_minutes * 60
+    if checkpoint_dir is not None or train_seconds <= limit:
+        return None
+    return (f"training is estimated at {_duration(train_seconds)} and slurm.time allows {_duration(limit)} "
+            f"(≈{-(-train_seconds // limit):.0f} allocations), but nothing is saved: every allocation would "
+            "start over; set checkpoint.dir and checkpoint.interval")
+
+
+@rule("GL310", "checkpoint-interval-beyond-allocation",
+      "Checkpoints are farther apart than one allocation lasts.", severity="warning")
+def interval_beyond_allocation(save_interval: int, step_time_s: float, time_limit_minutes: int) -> str | None:
+    """With save_interval × step time beyond the time limit, no periodic checkpoint is written in
+    an allocation: only the save at the exit before the limit keeps its progress, and a crash or a
+    failed node loses all of it. Fix: a checkpoint.interval whose steps fit in the allocation
+    several times.
+
+    Example: checkpoint.interval 5000 at 6.3 s per step (8.8 h) with slurm.time 04:00:00."""
+    between = save_interval * step_time_s
+    limit = time_limit_minutes * 60
+    if between <= limit:
+        return None
+    fits = max(1, int(limit / 4 / step_time_s))
+    return (f"checkpoint.interval {save_interval:,} steps × {step_time_s:.2f} s = {_duration(between)}, "
+            f"more than the {_duration(limit)} allocation: only the exit before the limit saves, a crash "
+            f"loses the allocation; use at most {fits:,} (four checkpoints per allocation)")
+
+
+# folders that live on one node: another node (or the next allocation) does not see them
+_NODE_LOCAL = ("/tmp", "/var/tmp", "/dev/shm", "/local", "/scratch/local", "/raid/local", "/localscratch",
+               "/mnt/local", "${TMPDIR}", "${SLURM_TMPDIR}", "${LOCAL_SCRATCH}", "${LOCALSCRATCH}")
+
+
+@rule("GL311", "checkpoint-on-node-local-storage",
+      "The checkpoint folder is on storage only one node sees.", severity="warning")
+def node_local_checkpoint(checkpoint_dir: str) -> str | None:
+    """Every rank writes its part of a checkpoint under checkpoint.dir, and a resumed or requeued
+    job loads it, usually on other nodes: a node-local folder (/tmp, /dev/shm, $TMPDIR, local
+    scratch) leaves each node with a fragment, and the next allocation finds none. Fix: a folder
+    on a shared file system (Lustre, GPFS, NFS) that every node mounts.
+
+    Example: checkpoint.dir /tmp/ckpt on 16 nodes."""
+    text = str(checkpoint_dir)
+    local = next((p for p in _NODE_LOCAL if text == p or text.startswith(p + "/")), None)
+    if local is None:
+        return None
+    return (f"checkpoint.dir {text} is under {local}, which only one node sees: the ranks of other nodes "
+            "write elsewhere and a resumed job finds no whole checkpoint; use a shared file system")

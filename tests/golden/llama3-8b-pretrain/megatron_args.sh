@@ -62,6 +62,7 @@ MEGATRON_ARGS=(
   --save /checkpoints/llama3-8b-pretrain
   --load /checkpoints/llama3-8b-pretrain
   --save-interval 1000
+  --exit-duration-in-mins 9575
   --ckpt-format torch_dist
   --async-save
   --use-persistent-ckpt-worker

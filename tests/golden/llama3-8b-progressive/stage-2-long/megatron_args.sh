@@ -60,4 +60,5 @@ MEGATRON_ARGS=(
   --save /checkpoints/llama3-8b
   --load /checkpoints/llama3-8b
   --save-interval 1000
+  --exit-duration-in-mins 2734
 )
