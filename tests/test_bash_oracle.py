@@ -33,7 +33,10 @@ ENV = {"SLURM_JOB_ID": "42", "SLURM_NNODES": "4", "SLURM_JOB_NODELIST": "node[1-
        "SLURM_JOBID": "42", "SLURM_PROCID": "0", "SLURM_NODEID": "0", "GEN_LAUNCH_DIR": "."}
 
 
-def run_with_stubs(script: Path, tmp_path: Path) -> list[list[str]]:
+def run_with_stubs(script: Path, tmp_path: Path, job: bool = True) -> list[list[str]]:
+    """The stubbed commands bash runs, as the job (SLURM_JOB_ID set) or as the user who submits
+    the script (``job`` false)."""
+    tmp_path.mkdir(exist_ok=True)
     stubs, log = tmp_path / "bin", tmp_path / "calls"
     stubs.mkdir()
     for name in STUBS:
@@ -51,19 +54,28 @@ def run_with_stubs(script: Path, tmp_path: Path) -> list[list[str]]:
     nodes = re.search(r"^#SBATCH --nodes=(\d+)", script.read_text(), re.M)
     env = {"PATH": f"{stubs}:/usr/bin:/bin", "HOME": str(tmp_path), **ENV,
            "SLURM_NNODES": nodes.group(1) if nodes else ENV["SLURM_NNODES"]}
+    if not job:
+        env.pop("SLURM_JOB_ID")
     subprocess.run(["bash", script.name], cwd=work, env=env, capture_output=True, timeout=60, check=False)
     calls = log.read_text().split("\n\0") if log.exists() else []
     return [c.split("\0")[:-1] for c in calls if c]
 
 
-def static_calls(script: Path) -> list[list[str]]:
+def static_calls(script: Path, submitting: bool = False) -> list[list[str]]:
+    """The stubbed commands the static reader finds: those the job runs, or (``submitting``) the
+    sbatch calls a self-submitting script makes when run with bash (``exec sbatch`` peeled)."""
     def beside(path: str) -> tuple[str, str] | None:
         candidate = script.parent / path.rsplit(UNKNOWN, 1)[-1].lstrip("/")
         return (str(candidate), candidate.read_text()) if candidate.is_file() else None
 
     parsed = read_script(script.read_text(), str(script), beside)
-    return [[f.text for f in c.argv] for c in parsed.commands
-            if c.depth == 0 and c.argv and c.argv[0].text in STUBS]
+    calls = [[f.text for f in c.argv] for c in parsed.commands if c.depth == 0 and c.argv]
+    calls = [argv[1:] if argv[0] == "exec" else argv for argv in calls]
+    if submitting:
+        return [argv for argv in calls if argv and argv[0] == "sbatch"]
+    # a generated script submits itself only when run outside a job: the in-job run never does
+    self_submitting = 'if [[ -z "${SLURM_JOB_ID:-}" ]]' in script.read_text()
+    return [argv for argv in calls if argv and argv[0] in STUBS and not (self_submitting and argv[0] == "sbatch")]
 
 
 def same(static: str, real: str) -> bool:
@@ -87,3 +99,22 @@ def test_reader_matches_bash(script: Path, tmp_path: Path) -> None:
         assert len(s_argv) == len(r_argv), (s_argv, r_argv)
         for s_word, r_word in zip(s_argv, r_argv, strict=True):
             assert same(s_word, r_word), (s_word, r_word, s_argv, r_argv)
+
+
+GENERATED = sorted((ROOT / "tests" / "golden").glob("*/launch.sbatch"))
+
+
+@pytest.mark.parametrize("script", GENERATED, ids=lambda p: p.parent.name)
+def test_the_submission_path_matches_bash(script: Path, tmp_path: Path) -> None:
+    """Run with bash outside a job, a generated script submits itself: once (exec sbatch), or, for
+    a run longer than its allocation, as a chain the reader reads once (a loop's body)."""
+    real = run_with_stubs(script, tmp_path, job=False)
+    static = static_calls(script, submitting=True)
+    assert real and len(static) == 1, (static, real)
+    chain = re.search(r"job <= (\d+);", script.read_text())
+    assert len(real) == (int(chain.group(1)) if chain else 1)
+    assert all(argv == real[0] for argv in real)
+    words = static[0][:-2] + static[0][-1:]  # "$@" (no options given here) before "$0"
+    assert len(words) == len(real[0]) and all(same(s, r) for s, r in zip(words, real[0], strict=True)), \
+        (static[0], real[0])
+

@@ -50,7 +50,7 @@ def test_single_target_to_stdout_is_refused_for_stages() -> None:
 
 def test_explain_shows_the_timeline() -> None:
     text = runner.invoke(app, ["explain", str(SAMPLE)]).stdout
-    assert text.startswith("Stages (each starts from the previous stage's checkpoint")
+    assert text.startswith("Stages of one run: each resumes from the previous stage's checkpoint")
     assert "stage-2-long: 100,000,595,968 tokens (11,921 steps) at seq 8192" in text
     assert "100,256,448,512 tokens in all" in text and "=== stage-1-short ===" in text
     payload = json.loads(runner.invoke(app, ["explain", str(SAMPLE), "--format", "json"]).stdout)

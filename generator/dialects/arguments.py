@@ -98,6 +98,7 @@ def megatron_values(plan) -> dict[str, Any]:
         **architecture_values(m, plan.ep),
         **run_io_values(plan.spec),
         "exit_duration_minutes": plan.exit_duration_minutes,
+        **_run_schedule(plan),
         # what the step-time model counts as hidden under the backward pass (estimate/performance)
         "overlap_grad_reduce": plan.framework == "megatron-lm" and plan.overlap_grad_reduce,
         "overlap_param_gather": plan.framework == "megatron-lm" and plan.overlap_grad_reduce
@@ -111,6 +112,18 @@ def megatron_values(plan) -> dict[str, Any]:
         "accumulation": plan.gradient_accumulation_steps, "steps": plan.schedule.train_iters,
         "warmup_steps": plan.schedule.warmup_iters,
     }
+
+
+def _run_schedule(plan) -> dict[str, Any]:
+    """A stage of a run in stages: the whole run's schedule, in samples (plan.run), and the step
+    the stage ends at; nothing for a run of one stage."""
+    r = plan.run
+    if r is None:
+        return {}
+    return {"train_samples": r.train_samples, "lr_warmup_samples": r.warmup_samples,
+            "lr_decay_samples": r.train_samples, "train_iters": None, "lr_warmup_iters": None,
+            "lr_decay_iters": None, "wsd_decay_samples": r.wsd_decay_samples, "wsd_decay_iters": None,
+            "exit_interval": r.exit_interval}
 
 
 def run_io_values(s) -> dict[str, Any]:

@@ -37,6 +37,19 @@ class PlanError(UserError):
 
 
 @dataclass(frozen=True)
+class RunSchedule:
+    """The schedule a stage shares with the whole run, in samples: every stage passes the same
+    scheduler values (Megatron's checkpoint holds them and refuses others on load), and a stage
+    before the last stops at its end with --exit-interval (cumulative steps), saving there."""
+
+    train_samples: int  # of the whole run: also the decay horizon
+    warmup_samples: int
+    wsd_decay_samples: int | None
+    exit_interval: int | None  # the step this stage ends at; None for the last stage
+    first_sample: int  # where this stage starts in the run
+
+
+@dataclass(frozen=True)
 class Plan:
     spec: Spec
     gpu: dict[str, Any]
@@ -66,6 +79,8 @@ class Plan:
     exit_duration_minutes: int | None = None
     # jobs launch.sbatch submits as one --dependency=singleton chain (None: one job)
     allocations: int | None = None
+    # a stage of a run in stages: the one schedule of the whole run (plan/stages.py)
+    run: RunSchedule | None = None
     # the estimate, once computed (see estimate()); not part of the plan's identity
     _estimate: Any = field(default=None, init=False, repr=False, compare=False)
 

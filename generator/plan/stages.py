@@ -4,8 +4,9 @@ starting from the previous stage's checkpoint."""
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 
-from generator.plan.plan import Plan, PlanError, resolve
+from generator.plan.plan import Plan, PlanError, RunSchedule, resolve
 from generator.spec.model import Spec, stage_specs
 
 
@@ -22,7 +23,29 @@ def resolve_run(spec: Spec) -> list[Plan]:
                          for f in exc.findings]
     if findings:
         raise PlanError(findings)
-    return plans
+    return one_schedule(plans) if plans[0].dialect is not None else plans
+
+
+def one_schedule(plans: list[Plan]) -> list[Plan]:
+    """The stages of a Megatron run as one run: each passes the whole run's length, warmup and
+    decay (Megatron's OptimizerParamScheduler refuses a checkpoint whose values differ, and a
+    stage of its own would restart the warmup and decay), in samples, since a stage may change
+    the batch; a stage before the last ends at its cumulative step with --exit-interval."""
+    total = sum(p.train_samples for p in plans)
+    first = plans[0]
+    warmup = first.spec.training.warmup
+    warmup_samples = int(warmup.amount * total + Fraction(1, 2)) if warmup.unit == "fraction" \
+        else first.warmup_samples
+    wsd = first.spec.training.wsd_decay
+    wsd_samples = int(wsd * total + Fraction(1, 2)) if first.spec.training.decay == "wsd" else None
+    out, samples, steps = [], 0, 0
+    for index, plan in enumerate(plans):
+        steps += plan.schedule.train_iters
+        last = index == len(plans) - 1
+        out.append(replace(plan, run=RunSchedule(total, warmup_samples, wsd_samples,
+                                                 None if last else steps, samples)))
+        samples += plan.train_samples
+    return out
 
 
 def stage_folder(index: int, plan: Plan) -> str:
@@ -30,12 +53,21 @@ def stage_folder(index: int, plan: Plan) -> str:
 
 
 def timeline(plans: list[Plan]) -> list[str]:
-    lines = ["Stages (each starts from the previous stage's checkpoint: point --load at its --save)"]
+    run = plans[0].run
+    if run is not None:
+        lines = [f"Stages of one run: each resumes from the previous stage's checkpoint (checkpoint.dir); "
+                 f"one warmup of {run.warmup_samples:,} samples and one decay over all "
+                 f"{run.train_samples:,}, passed to every stage (Megatron refuses a checkpoint whose "
+                 "schedule differs)"]
+    else:
+        lines = ["Stages (each starts from the previous stage's checkpoint)"]
     total = 0
     for index, plan in enumerate(plans, start=1):
         total += plan.train_tokens
         lines.append(f"  {stage_folder(index, plan)}: {plan.train_tokens:,} tokens "
                      f"({plan.schedule.train_iters:,} steps) at seq {plan.model.seq_length}, "
                      f"{plan.global_batch_size} × {plan.model.seq_length} = "
-                     f"{plan.tokens_per_step:,} tokens per step; {total:,} tokens in all")
+                     f"{plan.tokens_per_step:,} tokens per step; {total:,} tokens in all"
+                     + (f"; ends at step {plan.run.exit_interval:,} (--exit-interval)"
+                        if plan.run is not None and plan.run.exit_interval else ""))
     return lines

@@ -40,9 +40,9 @@ MEGATRON_ARGS=(
   --micro-batch-size 2
   --global-batch-size 1024
   # schedule: 61 steps, warmup 1 steps
-  --train-samples 62464
-  --lr-warmup-samples 1024
-  --lr-decay-samples 62464
+  --train-samples 12269568
+  --lr-warmup-samples 122696
+  --lr-decay-samples 12269568
   --lr 0.0003
   --min-lr 3e-05
   --lr-decay-style cosine
@@ -60,4 +60,5 @@ MEGATRON_ARGS=(
   --save /checkpoints/llama3-8b
   --load /checkpoints/llama3-8b
   --save-interval 1000
+  --exit-interval 61
 )

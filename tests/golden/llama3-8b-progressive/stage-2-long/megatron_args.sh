@@ -40,9 +40,9 @@ MEGATRON_ARGS=(
   --micro-batch-size 1
   --global-batch-size 1024
   # schedule: 11921 steps, warmup 119 steps
-  --train-samples 12207104
-  --lr-warmup-samples 121856
-  --lr-decay-samples 12207104
+  --train-samples 12269568
+  --lr-warmup-samples 122696
+  --lr-decay-samples 12269568
   --lr 0.0003
   --min-lr 3e-05
   --lr-decay-style cosine
