@@ -1,8 +1,9 @@
 """A run in stages is one run: megatron-core's own OptimizerParamScheduler, built from each
 stage's generated arguments as Megatron-LM's training.py builds it (sample-based: decay steps
 --lr-decay-samples, warmup --lr-warmup-samples, weight-decay steps --train-samples, stepped by the
-global batch each iteration), loads the state saved at the end of stage 1 into stage 2 without
-assertion, and the learning rate goes on where it left off, to min_lr at the end of the run."""
+global batch each iteration; --use-checkpoint-opt_param-scheduler as given), loads the state saved
+at the end of stage 1 into stage 2 without assertion, and the learning rate goes on where it left
+off, to min_lr at the end of the run."""
 
 from __future__ import annotations
 
@@ -31,8 +32,7 @@ def _stages() -> list[dict[str, str]]:
 
 def _scheduler(args: dict[str, str], own: dict[str, int] | None = None):
     """OptimizerParamScheduler as get_optimizer_param_scheduler (megatron/training/training.py,
-    train_samples branch) builds it, with the defaults of --use-checkpoint-opt_param-scheduler and
-    --override-opt_param-scheduler (both off)."""
+    train_samples branch) builds it from the arguments (--override-opt_param-scheduler off)."""
     torch = require_oracle("torch")
     require_oracle("megatron.core")
     from megatron.core.optimizer_param_scheduler import OptimizerParamScheduler
@@ -45,7 +45,8 @@ def _scheduler(args: dict[str, str], own: dict[str, int] | None = None):
                                    lr_warmup_steps=values["warmup"], lr_decay_steps=values["decay"],
                                    lr_decay_style=args["lr-decay-style"], start_wd=wd, end_wd=wd,
                                    wd_incr_steps=values["train"], wd_incr_style="constant",
-                                   use_checkpoint_opt_param_scheduler=False, override_opt_param_scheduler=False)
+                                   use_checkpoint_opt_param_scheduler="use-checkpoint-opt_param-scheduler" in args,
+                                   override_opt_param_scheduler=False)
 
 
 def _lr(scheduler) -> float:
@@ -54,16 +55,17 @@ def _lr(scheduler) -> float:
 
 def test_stage_two_resumes_stage_ones_schedule() -> None:
     first, second = _stages()
-    assert first["train-samples"] == second["train-samples"]  # the whole run, in both
+    assert first["lr-decay-samples"] == second["lr-decay-samples"] == second["train-samples"]  # the whole run
+    assert first["lr-warmup-samples"] == second["lr-warmup-samples"]
     gbs1, gbs2 = int(first["global-batch-size"]), int(second["global-batch-size"])
-    steps1 = int(first["exit-interval"])  # stage 1 ends (and saves) at its last step
-    assert "exit-interval" not in second
+    steps1 = int(first["train-samples"]) // gbs1  # stage 1 trains to its own end
+    assert "use-checkpoint-opt_param-scheduler" in second and "use-checkpoint-opt_param-scheduler" not in first
     one = _scheduler(first)
     for _ in range(steps1):
         one.step(increment=gbs1)
     saved = one.state_dict()
     two = _scheduler(second)
-    two.load_state_dict(saved)  # Megatron's load_checkpoint: asserts on any differing value
+    two.load_state_dict(saved)  # what Megatron's load_checkpoint does on resume
     assert two.num_steps == steps1 * gbs1 and _lr(two) == pytest.approx(_lr(one))
     one.step(increment=gbs2)
     two.step(increment=gbs2)
@@ -74,13 +76,16 @@ def test_stage_two_resumes_stage_ones_schedule() -> None:
     assert _lr(two) == pytest.approx(float(second["min-lr"]), rel=1e-3)  # one decay, to the end
 
 
-def test_a_stage_with_a_schedule_of_its_own_is_refused_on_load() -> None:
-    """The check can fail: stage 2 with only its own length and warmup (what each stage wrote
-    before) does not load stage 1's state."""
+def test_without_the_checkpoints_schedule_stage_two_is_refused_on_load() -> None:
+    """The check can fail: stage 2's arguments without --use-checkpoint-opt_param-scheduler do not
+    load stage 1's state (its --train-samples, the weight-decay steps, differ), nor do arguments
+    with a schedule of the stage's own (what each stage wrote before)."""
     first, second = _stages()
     one = _scheduler(first)
     one.step(increment=int(first["global-batch-size"]))
-    own = int(second["train-samples"]) - int(first["exit-interval"]) * int(first["global-batch-size"])
-    two = _scheduler(second, {"train": own, "decay": own, "warmup": own // 100})
+    plain = {k: v for k, v in second.items() if k != "use-checkpoint-opt_param-scheduler"}
+    with pytest.raises(AssertionError, match="weight decay iterations do not match|do not match"):
+        _scheduler(plain).load_state_dict(one.state_dict())
+    own = int(second["train-samples"]) - int(first["train-samples"])
     with pytest.raises(AssertionError, match="do not match"):
-        two.load_state_dict(one.state_dict())
+        _scheduler(plain, {"train": own, "decay": own, "warmup": own // 100}).load_state_dict(one.state_dict())

@@ -115,15 +115,15 @@ def megatron_values(plan) -> dict[str, Any]:
 
 
 def _run_schedule(plan) -> dict[str, Any]:
-    """A stage of a run in stages: the whole run's schedule, in samples (plan.run), and the step
-    the stage ends at; nothing for a run of one stage."""
+    """A stage of a run in stages: the whole run's schedule, in samples (plan.run); nothing for a
+    run of one stage."""
     r = plan.run
     if r is None:
         return {}
-    return {"train_samples": r.train_samples, "lr_warmup_samples": r.warmup_samples,
-            "lr_decay_samples": r.train_samples, "train_iters": None, "lr_warmup_iters": None,
+    return {"train_samples": r.end_samples, "lr_warmup_samples": r.warmup_samples,
+            "lr_decay_samples": r.decay_samples, "train_iters": None, "lr_warmup_iters": None,
             "lr_decay_iters": None, "wsd_decay_samples": r.wsd_decay_samples, "wsd_decay_iters": None,
-            "exit_interval": r.exit_interval}
+            "resume_schedule": r.resumes}
 
 
 def run_io_values(s) -> dict[str, Any]:

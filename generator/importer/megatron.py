@@ -98,8 +98,6 @@ def read_megatron(words: list[str | None], draft: Draft, d: Dialect) -> list[str
                        flag_value(known, "--adam-beta2", float))
     _implied(known, draft, d)
     _load(known, draft)
-    if "--exit-interval" in known:  # a stage's end: a single run's spec has no field for it
-        extra += ["--exit-interval", *known["--exit-interval"]]
     _rope_scaling(known, draft)
     _vpp(known, draft)
     _schedule(known, draft)

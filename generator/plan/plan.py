@@ -38,15 +38,16 @@ class PlanError(UserError):
 
 @dataclass(frozen=True)
 class RunSchedule:
-    """The schedule a stage shares with the whole run, in samples: every stage passes the same
-    scheduler values (Megatron's checkpoint holds them and refuses others on load), and a stage
-    before the last stops at its end with --exit-interval (cumulative steps), saving there."""
+    """The schedule a stage shares with the whole run, in samples: one warmup and one decay over
+    the whole run; each stage trains to its own end (cumulative samples), and a later stage takes
+    the scheduler's values from the checkpoint it resumes (Megatron asserts them equal otherwise,
+    and its weight-decay steps are --train-samples, which differ between stages)."""
 
-    train_samples: int  # of the whole run: also the decay horizon
+    end_samples: int  # where this stage ends in the run (its --train-samples)
+    decay_samples: int  # the whole run
     warmup_samples: int
     wsd_decay_samples: int | None
-    exit_interval: int | None  # the step this stage ends at; None for the last stage
-    first_sample: int  # where this stage starts in the run
+    resumes: bool  # a stage after the first: --use-checkpoint-opt_param-scheduler
 
 
 @dataclass(frozen=True)

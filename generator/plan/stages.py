@@ -27,10 +27,10 @@ def resolve_run(spec: Spec) -> list[Plan]:
 
 
 def one_schedule(plans: list[Plan]) -> list[Plan]:
-    """The stages of a Megatron run as one run: each passes the whole run's length, warmup and
-    decay (Megatron's OptimizerParamScheduler refuses a checkpoint whose values differ, and a
-    stage of its own would restart the warmup and decay), in samples, since a stage may change
-    the batch; a stage before the last ends at its cumulative step with --exit-interval."""
+    """The stages of a Megatron run as one run: one warmup and one decay over the whole run (a
+    fractional warmup is of the whole run, any other the first stage's), in samples since a stage
+    may change the batch; each stage trains to its cumulative end, and a stage after the first
+    takes the scheduler's values from the checkpoint it resumes."""
     total = sum(p.train_samples for p in plans)
     first = plans[0]
     warmup = first.spec.training.warmup
@@ -38,13 +38,10 @@ def one_schedule(plans: list[Plan]) -> list[Plan]:
         else first.warmup_samples
     wsd = first.spec.training.wsd_decay
     wsd_samples = int(wsd * total + Fraction(1, 2)) if first.spec.training.decay == "wsd" else None
-    out, samples, steps = [], 0, 0
+    out, end = [], 0
     for index, plan in enumerate(plans):
-        steps += plan.schedule.train_iters
-        last = index == len(plans) - 1
-        out.append(replace(plan, run=RunSchedule(total, warmup_samples, wsd_samples,
-                                                 None if last else steps, samples)))
-        samples += plan.train_samples
+        end += plan.train_samples
+        out.append(replace(plan, run=RunSchedule(end, total, warmup_samples, wsd_samples, index > 0)))
     return out
 
 
@@ -57,7 +54,7 @@ def timeline(plans: list[Plan]) -> list[str]:
     if run is not None:
         lines = [f"Stages of one run: each resumes from the previous stage's checkpoint (checkpoint.dir); "
                  f"one warmup of {run.warmup_samples:,} samples and one decay over all "
-                 f"{run.train_samples:,}, passed to every stage (Megatron refuses a checkpoint whose "
+                 f"{run.decay_samples:,}, passed to every stage (Megatron refuses a checkpoint whose "
                  "schedule differs)"]
     else:
         lines = ["Stages (each starts from the previous stage's checkpoint)"]
@@ -68,6 +65,7 @@ def timeline(plans: list[Plan]) -> list[str]:
                      f"({plan.schedule.train_iters:,} steps) at seq {plan.model.seq_length}, "
                      f"{plan.global_batch_size} × {plan.model.seq_length} = "
                      f"{plan.tokens_per_step:,} tokens per step; {total:,} tokens in all"
-                     + (f"; ends at step {plan.run.exit_interval:,} (--exit-interval)"
-                        if plan.run is not None and plan.run.exit_interval else ""))
+                     + (f"; trains to sample {plan.run.end_samples:,} of the run"
+                        + ("; takes the schedule from the checkpoint it resumes" if plan.run.resumes else "")
+                        if plan.run is not None else ""))
     return lines

@@ -63,7 +63,7 @@ def check_rendered(plan: Plan, files: dict[str, str]) -> None:
         from generator.rules import Fact
 
         expected = {k: v for k, v in expected.items() if k not in ("train_iters", "warmup_iters")}
-        expected["train_samples"] = Fact(plan.run.train_samples, "plan")
+        expected["train_samples"] = Fact(plan.run.end_samples, "plan")
         expected["warmup_samples"] = Fact(plan.run.warmup_samples, "plan")
     for name, keys in REQUIRED.items():
         if name in files:

@@ -40,7 +40,7 @@ MEGATRON_ARGS=(
   --micro-batch-size 2
   --global-batch-size 1024
   # schedule: 61 steps, warmup 1 steps
-  --train-samples 12269568
+  --train-samples 62464
   --lr-warmup-samples 122696
   --lr-decay-samples 12269568
   --lr 0.0003
@@ -60,5 +60,4 @@ MEGATRON_ARGS=(
   --save /checkpoints/llama3-8b
   --load /checkpoints/llama3-8b
   --save-interval 1000
-  --exit-interval 61
 )

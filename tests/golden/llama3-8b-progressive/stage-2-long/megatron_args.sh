@@ -61,4 +61,5 @@ MEGATRON_ARGS=(
   --load /checkpoints/llama3-8b
   --save-interval 1000
   --exit-duration-in-mins 2734
+  --use-checkpoint-opt_param-scheduler
 )
