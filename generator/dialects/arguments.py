@@ -10,6 +10,17 @@ from generator.dialects import Dialect, dialect, megatron_dialect_names
 from generator.spec.model import ARCHITECTURE
 
 # plan value -> the spec field it comes from (where a refusal points)
+# what the run reads and writes (run_io_values): written for the Megatron dialects only (GL223)
+RUN_IO_FIELD = {
+    "data_path": "data.paths", "data_split": "data.split", "data_cache_path": "data.cache_path",
+    "mock_data": "data.mock", "tokenizer_type": "tokenizer.type", "tokenizer_model": "tokenizer.model",
+    "vocab_file": "tokenizer.vocab_file", "merge_file": "tokenizer.merge_file", "save": "checkpoint.dir",
+    "load": "checkpoint.dir", "finetune": "checkpoint.finetune_from", "save_interval": "checkpoint.interval",
+    "ckpt_format": "checkpoint.format", "async_save": "checkpoint.async_save",
+    "wandb_project": "logging.wandb_project", "wandb_exp_name": "logging.wandb_run_name",
+    "tensorboard_dir": "logging.tensorboard_dir", "log_throughput": "logging.throughput",
+    "eval_interval": "eval.interval", "eval_iters": "eval.iters",
+}
 SPEC_FIELD = {
     # (--group-query-attention is Megatron-LM's companion of --num-query-groups: the groups
     # are what a dialect must express; microsoft's fork needs only --num-key-value-heads)
@@ -28,15 +39,7 @@ SPEC_FIELD = {
     "ascend": "cluster.gpu", "zero_stage": "parallelism.zero_stage",
     "overlap_grad_reduce": "parallelism.distributed_optimizer",
     "overlap_param_gather": "parallelism.distributed_optimizer",
-    # what the run reads and writes
-    "data_path": "data.paths", "data_split": "data.split", "data_cache_path": "data.cache_path",
-    "mock_data": "data.mock", "tokenizer_type": "tokenizer.type", "tokenizer_model": "tokenizer.model",
-    "vocab_file": "tokenizer.vocab_file", "merge_file": "tokenizer.merge_file", "save": "checkpoint.dir",
-    "load": "checkpoint.dir", "finetune": "checkpoint.finetune_from", "save_interval": "checkpoint.interval",
-    "ckpt_format": "checkpoint.format", "async_save": "checkpoint.async_save",
-    "wandb_project": "logging.wandb_project", "wandb_exp_name": "logging.wandb_run_name",
-    "tensorboard_dir": "logging.tensorboard_dir", "log_throughput": "logging.throughput",
-    "eval_interval": "eval.interval", "eval_iters": "eval.iters",
+    **RUN_IO_FIELD,
     # the architecture beyond the shape
     **{name: f"model.{name}" for name in (*ARCHITECTURE, "qkv_bias", "kv_channels")},
     "rope_scaling": "model.rope_scaling", "rope_scaling_factor": "model.rope_scaling",

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.dialects import Catalogue, Dialect
-from generator.dialects.arguments import SPEC_FIELD, expressing, megatron_values, unexpressed, written_flags
+from generator.dialects.arguments import (
+    RUN_IO_FIELD,
+    SPEC_FIELD,
+    expressing,
+    megatron_values,
+    unexpressed,
+    written_flags,
+)
 from generator.dialects.argv import split
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
@@ -47,20 +54,15 @@ def _ignored_settings(spec) -> list[Finding]:
     return out
 
 
-# the fields that become Megatron's data, tokenizer, checkpoint, logging and eval arguments
-_RUN_IO = {"data": ("paths", "split", "cache_path", "mock"), "tokenizer": None, "checkpoint": None,
-           "logging": None, "eval": None}
-
-
 def _unwritten_run_io(spec) -> list[Finding]:
     """GL223: run-io fields given for a framework without Megatron arguments."""
     out = []
-    for section, keys in _RUN_IO.items():
+    for dotted in dict.fromkeys(RUN_IO_FIELD.values()):
+        section, key = dotted.split(".")
         given = spec.doc.data.get(section) or {}
-        for key in keys or given:
-            if key in given and given[key] not in (None, False, [], {}):
-                fact = Fact((f"{section}.{key}", spec.framework), spec.where(f"{section}.{key}"))
-                out.append(RULES["GL223"].run({"run_io_unwritten": fact}))
+        if given.get(key) not in (None, False, [], {}):
+            fact = Fact((dotted, spec.framework), spec.where(dotted))
+            out.append(RULES["GL223"].run({"run_io_unwritten": fact}))
     return out
 
 
