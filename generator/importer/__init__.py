@@ -16,7 +16,7 @@ from pathlib import Path
 from generator import __version__
 from generator.errors import UserError, UserErrors
 from generator.importer.deepspeed import read_deepspeed
-from generator.importer.draft import MARK, Draft, RuntimeWord, to_yaml
+from generator.importer.draft import MARK, Draft, RuntimeWord, spec_word, to_yaml
 from generator.importer.launch import read_launch_facts
 from generator.importer.megatron import read_megatron
 from generator.importer.model import read_model
@@ -169,7 +169,7 @@ def _runtime_words(extra: list[str | None], facts, draft: Draft) -> list:
         if word is not None and UNKNOWN not in word:
             out.append(word)
         elif isinstance(word, RuntimeWord):
-            out.append({"shell": word.shell})
+            out.append(spec_word(word))
         else:
             flag = out.pop() if out and isinstance(out[-1], str) and out[-1].startswith("--") else None
             dropped.append(f"{flag} <run-time value>" if flag else "<run-time value>")

@@ -17,6 +17,11 @@ class RuntimeWord(str):
     shell: str
 
 
+def spec_word(word: str | None):
+    """A word as the spec writes it: a run-time word as {shell: "${NAME}/..."}, others as given."""
+    return {"shell": word.shell} if isinstance(word, RuntimeWord) else word
+
+
 @dataclass
 class Draft:
     values: dict[str, Any] = field(default_factory=dict)  # "parallelism.tp" -> 2

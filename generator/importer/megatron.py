@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from generator.dialects import Dialect
 from generator.dialects.argv import split
-from generator.importer.draft import Draft, RuntimeWord
+from generator.importer.draft import Draft, RuntimeWord, spec_word
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.spec.model import ARCHITECTURE
 
@@ -116,7 +116,7 @@ def read_entries(known: dict, draft: Draft, d: Dialect, extra: list) -> None:
         if entry.nargs == "+":
             draft.set(entry.spec, _blend(words_))
         elif entry.type == "str" and isinstance(words_[0], RuntimeWord):  # ${NAME}/... at run time
-            draft.set(entry.spec, {"shell": words_[0].shell})
+            draft.set(entry.spec, spec_word(words_[0]))
         elif entry.type in _KIND:
             got = flag_value(known, entry.flag, _KIND[entry.type])
             if got is None:
@@ -146,13 +146,10 @@ def read_entries(known: dict, draft: Draft, d: Dialect, extra: list) -> None:
 
 def _blend(words: list[str | None]) -> list:
     """--data-path's words as data.paths: prefixes, or {path, weight} pairs of a blend."""
-    def word(text):
-        return {"shell": text.shell} if isinstance(text, RuntimeWord) else text
-
     weights = [parse_value(w, float) for w in words[::2]]
     if len(words) % 2 == 0 and all(w is not None for w in weights):
-        return [{"path": word(path), "weight": w} for w, path in zip(weights, words[1::2], strict=True)]
-    return [word(w) for w in words]
+        return [{"path": spec_word(path), "weight": w} for w, path in zip(weights, words[1::2], strict=True)]
+    return [spec_word(w) for w in words]
 
 
 def _load(known: dict, draft: Draft) -> None:
@@ -161,7 +158,7 @@ def _load(known: dict, draft: Draft) -> None:
     if "--load" not in known:
         return
     (load,) = known["--load"]
-    value = {"shell": load.shell} if isinstance(load, RuntimeWord) else load
+    value = spec_word(load)
     if "--finetune" in known:
         draft.set("checkpoint.finetune_from", value)
     elif "--save" not in known:

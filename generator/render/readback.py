@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from generator.lint.engine import lint_texts, views
 from generator.plan.plan import Plan
+from generator.rules import Fact
 
 # plan fact -> the fact names the readers give it (script, Megatron arguments, DeepSpeed JSON)
 COMPARED = {
@@ -60,8 +61,6 @@ def check_rendered(plan: Plan, files: dict[str, str]) -> None:
     facts = views(scripts[0])[0]
     expected = plan.facts()
     if plan.run is not None:  # a stage writes the whole run's schedule (plan/stages.py)
-        from generator.rules import Fact
-
         expected = {k: v for k, v in expected.items() if k not in ("train_iters", "warmup_iters")}
         expected["train_samples"] = Fact(plan.run.end_samples, "plan")
         expected["warmup_samples"] = Fact(plan.run.warmup_samples, "plan")
