@@ -47,7 +47,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     no_args_is_help=True,
 )
-COMMANDS = {"generate", "explain", "plan", "schema", "rules", "lint", "import"}
+COMMANDS = {"generate", "explain", "plan", "schema", "rules", "lint", "import", "resume-check"}
 T = TypeVar("T")
 
 
@@ -370,6 +370,35 @@ def import_(
                    f"{len(imported.draft.marks)} value(s) to check", err=True)
 
     _guarded(run)
+
+
+@app.command("resume-check")
+def resume_check(
+    old: Annotated[Path, typer.Argument(help="The run that saved the checkpoint: its spec, its generated "
+                                         "folder or plan.json.", show_default=False)],
+    new: Annotated[Path, typer.Argument(help="The run that resumes it: a spec, a folder or a plan.json.",
+                                         show_default=False)],
+    output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
+    overrides: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a value of NEW's spec: --set parallelism.tp=8 (repeatable), e.g. NEW the "
+        "same spec as OLD with one change.")] = None,
+) -> None:
+    """Say, change by change, whether NEW can resume OLD's checkpoint: as it is, with schedule
+    flags, after a conversion (which), or not at all. Exit 0 when it resumes as it is, 1 otherwise."""
+
+    def run() -> int:
+        from generator.resume import check
+
+        result = check(old, new, tuple(overrides or ()))
+        if output_format is Format.json:
+            typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        else:
+            sys.stdout.write(result.text())
+        return 0 if result.verdict == "safe" else 1
+
+    code = _guarded(run)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

@@ -140,6 +140,17 @@ def seed_explain() -> str:
     return f"```console\n$ gen-launch explain {sample}\n{text}```"
 
 
+def resume_example() -> str:
+    from generator.resume import Check, changes, run_record
+
+    sample = "samples/llama3-8b-pretrain.yaml"
+    sets = ("parallelism.tp=4", "parallelism.cp=1", "cluster.nodes=8", "training.train_tokens=2T")
+    given = " ".join(f"--set {s}" for s in sets)
+    old, new = run_record(ROOT / sample), run_record(ROOT / sample, sets)
+    result = Check(sample, f"{sample} {given}", tuple(changes(old, new)))
+    return f"```console\n$ gen-launch resume-check {sample} {sample} {given}\n{result.text()}```"
+
+
 def sc21_table() -> str:
     from generator import presets
     from generator.estimate.calibration import median_abs_error, sc21_rows
@@ -173,6 +184,7 @@ def published_layouts() -> str:
 SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
     "docs/spec.md": {"spec-reference": spec_reference},
     "docs/explain.md": {"seed-explain": seed_explain},
+    "docs/resume.md": {"resume-example": resume_example},
     "docs/estimates.md": {"sc21-throughput": sc21_table},
     "docs/plan.md": {"autoplan-published": published_layouts},
     "docs/checks.md": {"rules": rule_table},

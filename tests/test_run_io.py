@@ -15,6 +15,7 @@ from generator.plan.plan import PlanError, resolve
 from generator.spec.model import load_spec
 
 from .conftest import MINIMAL
+from .helpers import spec_dict
 
 IO = """\
 data:
@@ -139,3 +140,36 @@ def test_import_reads_the_sections_back(tmp_path, write_spec) -> None:
     assert spec["tokenizer"] == {"type": "HuggingFaceTokenizer", "model": "meta-llama/Meta-Llama-3-8B"}
     assert spec["eval"] == {"interval": 1000, "iters": 20} and spec["logging"]["wandb_project"] == "llama3"
     assert not spec.get("launch", {}).get("extra_args")  # nothing left over
+
+
+@pytest.mark.parametrize(("version", "written"), [("core_v0.16", True), ("latest", True), ("core_v0.14", False)])
+def test_a_reshardable_optimizer_state_needs_a_release_that_saves_one(write_spec, version, written) -> None:
+    """checkpoint.reshardable is --dist-ckpt-optim-fully-reshardable, which Megatron-LM has since
+    core_v0.16; an earlier release cannot write it, and the spec says so at the field."""
+    path = write_spec(yaml.safe_dump(spec_dict(
+        megatron={"version": version}, parallelism={"distributed_optimizer": True},
+        checkpoint={"dir": "/ckpt/run", "reshardable": True})))
+    if written:
+        assert "--dist-ckpt-optim-fully-reshardable" in _arguments(path)
+        return
+    with pytest.raises(PlanError, match="checkpoint.reshardable") as refused:
+        spec_files(load_spec(path))
+    assert f"{path}:" in str(refused.value)
+
+
+def test_a_universal_checkpoint_is_a_forks_flag_and_not_megatron_lms(write_spec) -> None:
+    fork = write_spec(yaml.safe_dump(spec_dict(framework="megatron-deepspeed", megatron={"fork": "microsoft"},
+                                               checkpoint={"dir": "/ckpt/run", "universal": True})))
+    assert "--universal-checkpoint" in _arguments(fork)
+    lm = write_spec(yaml.safe_dump(spec_dict(checkpoint={"dir": "/ckpt/run", "universal": True})), "lm.yaml")
+    with pytest.raises(PlanError, match="checkpoint.universal"):
+        spec_files(load_spec(lm))
+
+
+@pytest.mark.parametrize(("schedule", "flag"), [("checkpoint", "--use-checkpoint-opt_param-scheduler"),
+                                                ("spec", "--override-opt_param-scheduler")])
+def test_the_schedule_a_resumed_run_follows_is_one_flag(write_spec, schedule, flag) -> None:
+    path = write_spec(yaml.safe_dump(spec_dict(checkpoint={"dir": "/ckpt/run", "schedule": schedule})))
+    words = _arguments(path)
+    assert flag in words
+    assert {"--use-checkpoint-opt_param-scheduler", "--override-opt_param-scheduler"} & set(words) == {flag}

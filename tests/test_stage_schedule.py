@@ -7,14 +7,14 @@ off, to min_lr at the end of the run."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from generator.artifacts import spec_files
 from generator.spec.model import load_spec
 
 from .conftest import ROOT, require_oracle
+from .oracle.megatron_scheduler import lr as _lr
+from .oracle.megatron_scheduler import megatron_flags, scheduler
 
 pytestmark = pytest.mark.oracle
 SAMPLE = ROOT / "samples" / "llama3-8b-progressive.yaml"
@@ -23,34 +23,13 @@ SAMPLE = ROOT / "samples" / "llama3-8b-progressive.yaml"
 def _stages() -> list[dict[str, str]]:
     """Each stage's Megatron arguments, {flag without dashes: its word}, in stage order."""
     files = spec_files(load_spec(SAMPLE))[0]
-    out = []
-    for name in sorted(n for n in files if n.endswith("megatron_args.sh")):
-        pairs = re.findall(r"^\s+--([\w-]+)(?: (\S+))?$", files[name], re.M)
-        out.append({flag: value for flag, value in pairs})
-    return out
+    return [megatron_flags(files[name]) for name in sorted(n for n in files if n.endswith("megatron_args.sh"))]
 
 
 def _scheduler(args: dict[str, str], own: dict[str, int] | None = None):
-    """OptimizerParamScheduler as get_optimizer_param_scheduler (megatron/training/training.py,
-    train_samples branch) builds it from the arguments (--override-opt_param-scheduler off)."""
-    torch = require_oracle("torch")
+    require_oracle("torch")
     require_oracle("megatron.core")
-    from megatron.core.optimizer_param_scheduler import OptimizerParamScheduler
-
-    values = {"train": int(args["train-samples"]), "warmup": int(args["lr-warmup-samples"]),
-              "decay": int(args["lr-decay-samples"]), **(own or {})}
-    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0)
-    wd = float(args["weight-decay"])
-    return OptimizerParamScheduler(optimizer, init_lr=0.0, max_lr=float(args["lr"]), min_lr=float(args["min-lr"]),
-                                   lr_warmup_steps=values["warmup"], lr_decay_steps=values["decay"],
-                                   lr_decay_style=args["lr-decay-style"], start_wd=wd, end_wd=wd,
-                                   wd_incr_steps=values["train"], wd_incr_style="constant",
-                                   use_checkpoint_opt_param_scheduler="use-checkpoint-opt_param-scheduler" in args,
-                                   override_opt_param_scheduler=False)
-
-
-def _lr(scheduler) -> float:
-    return scheduler.optimizer.param_groups[0]["lr"]
+    return scheduler(args, own)
 
 
 def test_stage_two_resumes_stage_ones_schedule() -> None:
@@ -89,3 +68,34 @@ def test_without_the_checkpoints_schedule_stage_two_is_refused_on_load() -> None
     own = int(second["train-samples"]) - int(first["train-samples"])
     with pytest.raises(AssertionError, match="do not match"):
         _scheduler(plain, {"train": own, "decay": own, "warmup": own // 100}).load_state_dict(one.state_dict())
+
+
+def test_stages_with_a_schedule_each_override_the_checkpoints(tmp_path) -> None:
+    """checkpoint.schedule: spec gives each stage a schedule of its own: stage 2 still trains to
+    its cumulative end (Megatron resumes at the samples stage 1 consumed), passes
+    --override-opt_param-scheduler, and its scheduler loads stage 1's state and takes stage 2's
+    curve from the sample it resumes at, down to min_lr at its end."""
+    import yaml
+
+    data = yaml.safe_load(SAMPLE.read_text(encoding="utf-8"))
+    data.setdefault("checkpoint", {})["schedule"] = "spec"
+    path = tmp_path / "own.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    files = spec_files(load_spec(path))[0]
+    first, second = (megatron_flags(files[n]) for n in sorted(n for n in files if n.endswith("megatron_args.sh")))
+    assert "override-opt_param-scheduler" in second and "use-checkpoint-opt_param-scheduler" not in second
+    assert second["lr-decay-samples"] == second["train-samples"]
+    assert int(second["train-samples"]) > int(first["train-samples"]) == int(first["lr-decay-samples"])
+    one = _scheduler(first)
+    gbs1, gbs2 = int(first["global-batch-size"]), int(second["global-batch-size"])
+    for _ in range(int(first["train-samples"]) // gbs1):
+        one.step(increment=gbs1)
+    two = _scheduler(second)
+    two.load_state_dict(one.state_dict())
+    assert two.lr_decay_steps == int(second["lr-decay-samples"])  # its own schedule, not the saved one
+    fresh = _scheduler(second)  # stage 2's curve, at the sample stage 1 reached
+    fresh.step(increment=two.num_steps)
+    assert _lr(two) == pytest.approx(_lr(fresh))
+    while two.num_steps < int(second["train-samples"]):
+        two.step(increment=gbs2)
+    assert _lr(two) == pytest.approx(float(second["min-lr"]), rel=1e-3)

@@ -17,6 +17,8 @@ RUN_IO_FIELD = {
     "vocab_file": "tokenizer.vocab_file", "merge_file": "tokenizer.merge_file", "save": "checkpoint.dir",
     "load": "checkpoint.dir", "finetune": "checkpoint.finetune_from", "save_interval": "checkpoint.interval",
     "ckpt_format": "checkpoint.format", "async_save": "checkpoint.async_save",
+    "resume_schedule": "checkpoint.schedule", "override_schedule": "checkpoint.schedule",
+    "reshardable": "checkpoint.reshardable", "universal_checkpoint": "checkpoint.universal",
     "wandb_project": "logging.wandb_project", "wandb_exp_name": "logging.wandb_run_name",
     "tensorboard_dir": "logging.tensorboard_dir", "log_throughput": "logging.throughput",
     "eval_interval": "eval.interval", "eval_iters": "eval.iters",
@@ -117,6 +119,30 @@ def megatron_values(plan) -> dict[str, Any]:
     }
 
 
+def scheduler_state(plan) -> dict[str, Any]:
+    """What the run's learning-rate scheduler holds, as a resumed run's scheduler compares it with
+    the checkpoint's. Megatron's OptimizerParamScheduler is stepped by the global batch, so its
+    steps are samples whichever unit the arguments count in (training.py multiplies --*-iters by
+    the global batch); the Trainer's and DeepSpeed's schedulers count optimizer steps."""
+    if not plan.uses_megatron:
+        return {"counts_in": "steps", "lr": plan.lr, "min_lr": plan.spec.training.min_lr,
+                "warmup_steps": plan.schedule.warmup_iters, "decay_steps": plan.schedule.train_iters,
+                "decay_style": plan.spec.training.decay}
+    v = megatron_values(plan)
+
+    def samples(name: str) -> int | None:
+        given = v.get(f"{name}_samples")
+        iters = v.get(f"{name}_iters")
+        return given if given is not None else None if iters is None else iters * plan.global_batch_size
+
+    return {"counts_in": "samples", "lr": v["lr"], "min_lr": v["min_lr"],
+            "warmup_steps": samples("lr_warmup"), "decay_steps": samples("lr_decay"),
+            "decay_style": v["decay"], "wsd_decay_steps": samples("wsd_decay"),
+            "weight_decay": v["weight_decay"], "weight_decay_steps": samples("train"),
+            "follows": "checkpoint" if v.get("resume_schedule") else
+            "spec" if v.get("override_schedule") else None}
+
+
 def _run_schedule(plan) -> dict[str, Any]:
     """A stage of a run in stages: the whole run's schedule, in samples (plan.run); nothing for a
     run of one stage."""
@@ -126,7 +152,7 @@ def _run_schedule(plan) -> dict[str, Any]:
     return {"train_samples": r.end_samples, "lr_warmup_samples": r.warmup_samples,
             "lr_decay_samples": r.decay_samples, "train_iters": None, "lr_warmup_iters": None,
             "lr_decay_iters": None, "wsd_decay_samples": r.wsd_decay_samples, "wsd_decay_iters": None,
-            "resume_schedule": r.resumes}
+            "resume_schedule": r.resumes or plan.spec.checkpoint.schedule == "checkpoint"}
 
 
 def run_io_values(s) -> dict[str, Any]:
@@ -142,6 +168,8 @@ def run_io_values(s) -> dict[str, Any]:
         "merge_file": tok.merge_file,
         "save": ckpt.dir, "load": ckpt.finetune_from if finetune else ckpt.dir, "finetune": finetune,
         "save_interval": ckpt.interval, "ckpt_format": ckpt.format, "async_save": ckpt.async_save,
+        "resume_schedule": ckpt.schedule == "checkpoint", "override_schedule": ckpt.schedule == "spec",
+        "reshardable": ckpt.reshardable, "universal_checkpoint": ckpt.universal,
         "wandb_project": log.wandb_project,
         "wandb_exp_name": (log.wandb_run_name or s.name) if log.wandb_project else None,
         "tensorboard_dir": log.tensorboard_dir, "log_throughput": log.throughput,

@@ -262,10 +262,27 @@ class Plan:
             object.__setattr__(self, "_estimate", estimate_plan(self))
         return self._estimate
 
+    @property
+    def checkpoint_format(self) -> str:
+        """How the run's checkpoints are written: Megatron-LM's --ckpt-format (the spec's, else the
+        release's default); DeepSpeed's engine (Megatron-DeepSpeed, DeepSpeed, the Trainer with
+        DeepSpeed); torch.distributed.checkpoint for FSDP2's sharded state (the Trainer's)."""
+        if self.framework == "megatron-lm":
+            return self.spec.checkpoint.format or self.dialect.catalogue.get("--ckpt-format").default
+        return "torch_dcp" if self.framework == "fsdp" else "deepspeed"
+
+    def scheduler_state(self) -> dict[str, Any]:
+        from generator.dialects.arguments import scheduler_state
+
+        return scheduler_state(self)
+
     def data_json(self) -> dict[str, Any]:
-        """Packing, and the tokens of data per step with and without it."""
+        """The data read, packing, and the tokens of data per step with and without packing."""
         d, seq = self.spec.data, self.model.seq_length
-        out: dict[str, Any] = {"packing": d.packing, "average_sequence_length": d.average_sequence_length}
+        out: dict[str, Any] = {"paths": [{"path": _plain(p[0]), "weight": p[1]} if isinstance(p, tuple)
+                                         else _plain(p) for p in d.paths],
+                               "split": d.split, "cache_path": _plain(d.cache_path), "mock": d.mock,
+                               "packing": d.packing, "average_sequence_length": d.average_sequence_length}
         if d.average_sequence_length:
             per_sequence = min(d.average_sequence_length, seq)
             out["data_tokens_per_step_packed"] = self.global_batch_size * seq
@@ -273,6 +290,8 @@ class Plan:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        from generator.dialects.arguments import run_io_values
+
         s, m = self.spec, self.model
         return {
             "generator": f"gen-launch {__version__}",
@@ -319,6 +338,11 @@ class Plan:
             "training": {"precision": s.training.precision, "recompute": s.training.recompute,
                          "flash_attention": s.training.flash_attention},
             "data": self.data_json(),
+            "tokenizer": _section(s.tokenizer),
+            "checkpoint": {**_section(s.checkpoint), "format": self.checkpoint_format},
+            "logging": {**_section(s.logging), "wandb_run_name": run_io_values(s)["wandb_exp_name"]},
+            "eval": _section(s.eval),
+            "scheduler": self.scheduler_state(),
             "launch": {"launcher": s.launch.launcher, "tasks_per_node": self.tasks_per_node,
                        "procs_per_node": self.procs_per_node,
                        "cuda_device_max_connections_1": self.cuda_device_max_connections_1},
@@ -561,3 +585,15 @@ def _batch_ramp(spec: Spec, global_batch_size: int, facts: dict[str, Fact]) -> B
         return None  # GL006 says why
     facts["batch_schedule"] = Fact(b.schedule, spec.where("batch.schedule"))
     return from_schedule(b.schedule, spec.model.seq_length)
+
+
+def _plain(value: Any) -> Any:
+    """A spec value as plan.json holds it: a run-time word as {"shell": text}, as the spec wrote it."""
+    from generator.spec.model import ShellRef
+
+    return {"shell": value.text} if isinstance(value, ShellRef) else value
+
+
+def _section(section: Any) -> dict[str, Any]:
+    """A spec section (tokenizer, checkpoint, logging, eval) as plan.json records it."""
+    return {f.name: _plain(getattr(section, f.name)) for f in dataclasses.fields(section)}

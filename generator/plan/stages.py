@@ -30,7 +30,20 @@ def one_schedule(plans: list[Plan]) -> list[Plan]:
     """The stages of a Megatron run as one run: one warmup and one decay over the whole run (a
     fractional warmup is of the whole run, any other the first stage's), in samples since a stage
     may change the batch; each stage trains to its cumulative end, and a stage after the first
-    takes the scheduler's values from the checkpoint it resumes."""
+    takes the scheduler's values from the checkpoint it resumes.
+
+    With checkpoint.schedule: spec, each stage has a schedule of its own instead (its lr, min_lr,
+    decay style, warmup), which it imposes from the sample it resumes at
+    (--override-opt_param-scheduler): Megatron counts a schedule from sample 0, so a stage's decay
+    ends where the stage ends and its warmup is counted from the run's start."""
+    if plans[0].spec.checkpoint.schedule == "spec":
+        out, end = [], 0
+        for plan in plans:
+            end += plan.train_samples
+            t = plan.spec.training
+            wsd = int(t.wsd_decay * end + Fraction(1, 2)) if t.decay == "wsd" else None
+            out.append(replace(plan, run=RunSchedule(end, end, plan.warmup_samples, wsd, False)))
+        return out
     total = sum(p.train_samples for p in plans)
     first = plans[0]
     warmup = first.spec.training.warmup
@@ -51,7 +64,11 @@ def stage_folder(index: int, plan: Plan) -> str:
 
 def timeline(plans: list[Plan]) -> list[str]:
     run = plans[0].run
-    if run is not None:
+    if run is not None and plans[0].spec.checkpoint.schedule == "spec":
+        lines = ["Stages of one run, each with a schedule of its own (checkpoint.schedule: spec), imposed "
+                 "from the sample it resumes at (--override-opt_param-scheduler); each resumes from the "
+                 "previous stage's checkpoint (checkpoint.dir)"]
+    elif run is not None:
         lines = [f"Stages of one run: each resumes from the previous stage's checkpoint (checkpoint.dir); "
                  f"one warmup of {run.warmup_samples:,} samples and one decay over all "
                  f"{run.decay_samples:,}, passed to every stage (Megatron refuses a checkpoint whose "

@@ -47,7 +47,9 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
     if not isinstance(root.value, dict):
         out.problems.append((where(root.offset), "a DeepSpeed config is a JSON object"))
         return out
-    out.looks_like_deepspeed = bool(_DS_HINTS & set(root.value))
+    made_by = root.get("generator")  # gen-launch's own plan.json is not a launch file
+    out.looks_like_deepspeed = bool(_DS_HINTS & set(root.value)) and not (
+        made_by is not None and isinstance(made_by.value, str) and made_by.value.startswith("gen-launch"))
     facts = out.facts
     for name, path, switch in keyed_dialect("deepspeed").read_paths():  # deepspeed.yaml's keys
         node = root.get(*path)

@@ -210,6 +210,9 @@ class Checkpoint:
     interval: int | None = None
     format: str | None = None
     async_save: bool = False
+    schedule: str | None = None  # checkpoint | spec: which schedule a resumed run follows
+    reshardable: bool = False  # Megatron-LM: the distributed optimizer saved fully reshardable
+    universal: bool = False  # Megatron-DeepSpeed: load a universal checkpoint
     finetune_from: str | ShellRef | None = None
 
 
@@ -438,6 +441,10 @@ def _checkpoint(doc: Document, data: dict) -> Checkpoint:
         raise UserError("$.checkpoint.async_save: Megatron saves in the background only in the torch_dist "
                         "format; set checkpoint.format: torch_dist (or leave it to the release's default)",
                         doc.locate(["checkpoint", "async_save"]))
+    if data.get("reshardable") and data.get("format") == "torch":
+        raise UserError("$.checkpoint.reshardable: the distributed optimizer's state is reshardable in the "
+                        "torch_dist format only; set checkpoint.format: torch_dist (or leave it to the "
+                        "release's default)", doc.locate(["checkpoint", "reshardable"]))
     return Checkpoint(**{k: _word(v) for k, v in data.items()})
 
 

@@ -3,8 +3,8 @@ and Megatron are imported once (≈10 s a process), then each request is answere
 
     python megatron_worker.py TREE
 
-A request is one line of JSON on stdin, ``{"kind": "parse" | "build", "cases": [...]}`` (the cases
-of megatron_parse.py or megatron_build.py); its answer is a line ``MARK [results]`` on stdout
+A request is one line of JSON on stdin, ``{"kind": "parse" | "build" | "resume", "cases": [...]}``
+(the cases of megatron_parse.py, megatron_build.py or megatron_resume.py); its answer is a line ``MARK [results]`` on stdout
 (other lines are what the frameworks print). The process ends when stdin closes.
 """
 
@@ -15,6 +15,9 @@ import sys
 
 from megatron_build import build
 from megatron_parse import MARK, _prepare, parse
+from megatron_resume import check_args
+
+ANSWER = {"parse": parse, "build": build, "resume": check_args}
 
 
 def main() -> None:
@@ -22,7 +25,7 @@ def main() -> None:
     _prepare(tree)
     for line in sys.stdin:
         request = json.loads(line)
-        results = (parse if request["kind"] == "parse" else build)(tree, request["cases"])
+        results = ANSWER[request["kind"]](tree, request["cases"])
         sys.stdout.write(f"\n{MARK} {json.dumps(results)}\n")
         sys.stdout.flush()
 

@@ -70,7 +70,7 @@ _WORKERS: dict[Path, _Worker] = {}
 
 
 def ask(tree: Path, kind: str, cases: list[dict], timeout: float = 900) -> list[dict]:
-    """The tree's answers to ``cases`` (``kind``: parse or build), from its session worker."""
+    """The tree's answers to ``cases`` (``kind``: parse, build or resume), from its session worker."""
     worker = _WORKERS.get(tree)
     if worker is None or worker.proc.poll() is not None:
         worker = _WORKERS[tree] = _Worker(tree)
