@@ -436,10 +436,10 @@ def _schedule(old, new, out: list[Change]) -> None:
         elif follows == "spec":
             verdict, why = "safe", f"NEW follows its own schedule from the resumed sample on ({flag['spec']})"
         else:
+            unit = key.endswith("steps") and in_iterations
             verdict, why = "flags", ("Megatron's scheduler compares it with the checkpoint's and refuses "
                                      "a mismatch" + (" (its steps are samples: an iteration count × the "
-                                                     "global batch)" if key.endswith("steps") and in_iterations
-                                                     else ""))
+                                                     "global batch)" if unit else ""))
         out.append(Change(f"scheduler.{key}", so.get(key), sn.get(key), verdict, why,
                           "" if verdict == "safe" else
                           f"set checkpoint.schedule: spec in NEW ({flag['spec']}: its schedule from the "
