@@ -4,11 +4,13 @@ word. Values only known at run time are unknown to the reader and match anything
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from generator.readers.bash import read_script
 from generator.readers.bash.evaluate import UNKNOWN
@@ -30,7 +32,8 @@ SCRIPTS = [
             if p.suffix in (".sh", ".slurm", ".sbatch") and p.name not in _NOT_RUN),
 ]
 ENV = {"SLURM_JOB_ID": "42", "SLURM_NNODES": "4", "SLURM_JOB_NODELIST": "node[1-4]",
-       "SLURM_JOBID": "42", "SLURM_PROCID": "0", "SLURM_NODEID": "0", "GEN_LAUNCH_DIR": "."}
+       "SLURM_JOBID": "42", "SLURM_PROCID": "0", "SLURM_NODEID": "0", "SLURM_CPUS_ON_NODE": "64",
+       "GEN_LAUNCH_DIR": "."}
 
 
 def run_with_stubs(script: Path, tmp_path: Path, job: bool = True) -> list[list[str]]:
@@ -118,3 +121,22 @@ def test_the_submission_path_matches_bash(script: Path, tmp_path: Path) -> None:
     assert len(words) == len(real[0]) and all(same(s, r) for s, r in zip(words, real[0], strict=True)), \
         (static[0], real[0])
 
+
+
+@pytest.mark.parametrize("script", GENERATED, ids=lambda p: p.parent.name)
+def test_the_training_step_ends_on_a_failed_task_and_gets_the_nodes_cpus(script: Path, tmp_path: Path) -> None:
+    """As bash runs it in a job (64 CPUs on the node): the training step's srun ends every task
+    when one fails, gives each task its share of the node's CPUs (or slurm.cpus_per_task), and a
+    container gets the image in enroot's form and the launch folder mounted."""
+    plan = json.loads((script.parent / "plan.json").read_text())
+    spec = yaml.safe_load((ROOT / "samples" / f"{script.parent.name}.yaml").read_text())
+    step = [argv for argv in run_with_stubs(script, tmp_path) if argv[0] == "srun"][-1]
+    assert "--kill-on-bad-exit=1" in step
+    cpus = (spec.get("slurm") or {}).get("cpus_per_task") or 64 // plan["launch"]["tasks_per_node"]
+    assert f"--cpus-per-task={cpus}" in step
+    image = (spec.get("slurm") or {}).get("container_image")
+    if image:
+        (given,) = [w for w in step if w.startswith("--container-image=")]
+        assert "#" in given and given.replace("#", "/") == f"--container-image={image}"
+        (mounts,) = [w for w in step if w.startswith("--container-mounts=")]
+        assert mounts.split("=", 1)[1].split(",")[0] == ".:."  # GEN_LAUNCH_DIR, here "."

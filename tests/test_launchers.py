@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from generator.dialects.launchers import launcher, launchers
 from generator.plan.plan import Plan, resolve
@@ -155,3 +156,25 @@ def test_reader_takes_any_spelling(line: str, facts: dict) -> None:
 
     read = read_launch(f"#!/bin/bash\n{line}\n", "run.sh")
     assert {k: read.facts[k].value if k in read.facts else None for k in facts} == facts
+
+
+@pytest.mark.parametrize(("given", "written"), [
+    ("nvcr.io/nvidia/pytorch:25.01-py3", "nvcr.io#nvidia/pytorch:25.01-py3"),
+    ("registry.example.com:5000/team/train:1", "registry.example.com:5000#team/train:1"),
+    ("localhost/train:dev", "localhost#train:dev"),
+    ("nvcr.io#nvidia/pytorch:25.01-py3", "nvcr.io#nvidia/pytorch:25.01-py3"),  # already enroot's form
+    ("nvidia/cuda:12.4.1-devel-ubuntu22.04", "nvidia/cuda:12.4.1-devel-ubuntu22.04"),  # Docker Hub
+    ("ubuntu:24.04", "ubuntu:24.04"),
+    ("/shared/images/pytorch.sqsh", "/shared/images/pytorch.sqsh"),  # a squashfs file
+])
+def test_container_images_are_written_as_pyxis_reads_them(given: str, written: str) -> None:
+    from generator.dialects.slurm import enroot_image
+
+    assert enroot_image(given) == written
+
+
+def test_a_rewritten_image_is_a_note(tmp_path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec_dict(slurm={"container_image": "nvcr.io/nvidia/pytorch:25.01-py3"})))
+    notes = resolve(load_spec(path)).notes
+    assert any("nvcr.io#nvidia/pytorch:25.01-py3" in n and "Docker Hub" in n for n in notes), notes

@@ -162,6 +162,7 @@ def jobs(slurm, tmp_path_factory: pytest.TempPathFactory) -> dict:
         "cpu-srun": variant(
             work, "cpu-srun", framework="megatron-lm",
             parallelism={"tp": 2, "zero_stage": None},
+            slurm={"exclusive": True},  # the whole node: its CPUs are shared by the tasks
             launch={"launcher": "srun", "python": sys.executable,
                     "entrypoint": "tests/oracle/rank_check.py", "extra_args": HOSTILE_ARGS,
                     "check_extra_args": False}),  # the entry point's own words, hostile on purpose
@@ -217,15 +218,19 @@ def test_accelerate_job_matches_the_plan(jobs: dict) -> None:
 
 def test_srun_job_sets_ranks_for_megatron(jobs: dict) -> None:
     """srun, one task per process: RANK/LOCAL_RANK/WORLD_SIZE from Slurm, both nodes used, the
-    Megatron batch arguments consistent, and hostile extra arguments passed through literally."""
+    Megatron batch arguments consistent, hostile extra arguments passed through literally, and
+    each task given its share of the node's CPUs."""
     job = jobs["cpu-srun"]
     assert_completed(job)
     got, plan = result_of(job["output"]), job["plan"]
     assert got["world_size"] == plan["cluster"]["world_size"] == 4
-    assert got["hosts"] == ["node1", "node2"]
+    assert len(got["hosts"]) == 2  # both nodes (whole nodes: which ones, Slurm decides)
     assert got["dp"] == plan["parallelism"]["dp"] == 2
     assert got["micro_batch_size"] == plan["batch"]["micro_batch_size"]
     assert got["global_batch_size"] == plan["batch"]["global_batch_size"]
     assert got["num_microbatches"] == plan["batch"]["gradient_accumulation_steps"]
     assert got["other_args"][-len(HOSTILE_ARGS):] == HOSTILE_ARGS
+    node = subprocess.run(["scontrol", "show", "node", "node1"], capture_output=True, text=True, check=True)
+    cpus = int(re.search(r"CPUTot=(\d+)", node.stdout).group(1))
+    assert got["cpus_per_task"] == str(cpus // 2)  # the node's CPUs shared by its 2 tasks (srun, not 1)
     assert not (jobs["workdir"] / "pwned").exists()

@@ -75,3 +75,35 @@ def sbatch_lines(plan) -> list[tuple[str, Any]]:
         elif not option.switch and value not in (None, False, ""):
             out.append((option.option, value))
     return out
+
+
+def enroot_image(image: str) -> str:
+    """A container image as pyxis reads it: enroot's ``REGISTRY#IMAGE[:TAG]`` (pyxis takes
+    ``nvcr.io/nvidia/pytorch:24.05-py3`` for an image of Docker Hub). A path (a squashfs file) or
+    a name already in that form is kept."""
+    if "#" in image or image.startswith(("/", ".", "~")) or image.endswith(".sqsh"):
+        return image
+    host, slash, rest = image.partition("/")
+    if slash and ("." in host or ":" in host or host == "localhost"):
+        return f"{host}#{rest}"
+    return image
+
+
+def srun_options(plan) -> list[str]:
+    """The training step's srun options, as shell words (quoted): a failed task ends the step
+    (--kill-on-bad-exit: otherwise the other ranks wait in a collective until a timeout); the
+    CPUs per task (srun gives a task one CPU unless told, and since Slurm 22.05 does not inherit
+    sbatch's --cpus-per-task: CPUS_PER_TASK, set by the script); the container (pyxis), with the
+    launch folder mounted where the script passes it (its config files are read from there)."""
+    from generator.render import shq
+
+    s = plan.spec.slurm
+    words = ["--kill-on-bad-exit=1", '--cpus-per-task="${CPUS_PER_TASK}"']
+    if s.container_image:
+        words.append(f"--container-image={shq(enroot_image(s.container_image))}")
+        mounts = ",".join(s.container_mounts)
+        words.append('--container-mounts="${GEN_LAUNCH_DIR}:${GEN_LAUNCH_DIR}"'
+                     + (shq("," + mounts) if mounts else ""))
+        if s.container_workdir:
+            words.append(f"--container-workdir={shq(s.container_workdir)}")
+    return words

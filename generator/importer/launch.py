@@ -155,5 +155,11 @@ def _slurm(facts: dict[str, Fact], sbatch: dict, srun: dict, draft: Draft) -> No
         if given and _known(value):
             draft.set(f"slurm.{key}", value)
     given, mounts = _option(srun, ("--container-mounts",))
-    if given and _known(mounts):
-        draft.set("slurm.container_mounts", [m for m in (mounts or "").split(",") if m])
+    if given and mounts is not None:
+        parts = [m for m in mounts.split(",") if m]
+        # (gen-launch's own mount of the launch folder, "${GEN_LAUNCH_DIR}:${GEN_LAUNCH_DIR}", is
+        # written for every container and is no spec value)
+        if any(not _known(m) and m != f"{UNKNOWN}:{UNKNOWN}" for m in parts):
+            draft.notes.append("srun --container-mounts names a folder known at run time only; left out")
+        if any(_known(m) for m in parts):
+            draft.set("slurm.container_mounts", [m for m in parts if _known(m)])

@@ -477,7 +477,7 @@ def resolve(spec: Spec) -> Plan:
         lr=facts["lr"].value,
         batch_ramp=ramp,
         batch_how=solved.how,
-        notes=tuple(n for n in (solved.rounding, *schedule.notes) if n),
+        notes=tuple(n for n in (solved.rounding, *schedule.notes, _enroot_note(spec)) if n),
         warnings=tuple(f for f in findings if f.severity != "error"),
         derivation=derivation(spec, world, dp, solved, schedule),
     )
@@ -597,3 +597,13 @@ def _plain(value: Any) -> Any:
 def _section(section: Any) -> dict[str, Any]:
     """A spec section (tokenizer, checkpoint, logging, eval) as plan.json records it."""
     return {f.name: _plain(getattr(section, f.name)) for f in dataclasses.fields(section)}
+
+
+def _enroot_note(spec: Spec) -> str | None:
+    from generator.dialects.slurm import enroot_image
+
+    image = spec.slurm.container_image
+    if not image or enroot_image(image) == image:
+        return None
+    return (f"slurm.container_image {image} is written {enroot_image(image)}: pyxis reads the registry "
+            "before '#' (enroot's form); with '/' it looks for the image on Docker Hub")

@@ -115,10 +115,10 @@ def render(plan: Plan, target: str) -> str:
         extra = {"config": config(plan)}
     elif target == "slurm":
         from generator.dialects.launchers import launcher, launchers
-        from generator.dialects.slurm import sbatch_lines
+        from generator.dialects.slurm import sbatch_lines, srun_options
 
         name = plan.spec.launch.launcher
-        extra = {"sbatch": sbatch_lines(plan),
+        extra = {"sbatch": sbatch_lines(plan), "srun_options": srun_options(plan),
                  "launcher": launcher(name) if name in {x.name for x in launchers()} else None}
     elif target == "trainer":
         from generator.dialects import dialect

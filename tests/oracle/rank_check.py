@@ -61,7 +61,7 @@ def main() -> None:
             "world_size": world, "dp": dp, "hosts": sorted(set(hosts)),
             "micro_batch_size": args.micro_batch_size, "global_batch_size": args.global_batch_size,
             "num_microbatches": args.global_batch_size // (args.micro_batch_size * dp),
-            "other_args": rest,
+            "other_args": rest, "cpus_per_task": os.environ.get("SLURM_CPUS_PER_TASK"),
         }, sort_keys=True), flush=True)
     if problems:
         print(f"rank {rank}: {problems}", flush=True)
