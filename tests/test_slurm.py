@@ -2,7 +2,9 @@
 cluster (a sample for more nodes, such as the 16,384-GPU one, is refused as it is and checked
 rendered for 128 nodes), and four end-to-end jobs run on two simulated nodes: torchrun and the
 DeepSpeed launcher training with DeepSpeed on CPU (the cpu sample), accelerate launch with
-FSDP2, and the srun style (one task per process) that Megatron-LM uses. Start the cluster with
+FSDP2, and the srun style (one task per process) that Megatron-LM uses; and a run longer than
+its allocation goes through its job chain, saving, exiting and resuming (a CPU stand-in for
+Megatron's loop, tests/oracle/ckpt_train.py). Start the cluster with
 `scripts/slurm-cluster.sh start` (.ci/run does); without it these tests skip locally and fail
 in CI."""
 
@@ -234,3 +236,60 @@ def test_srun_job_sets_ranks_for_megatron(jobs: dict) -> None:
     cpus = int(re.search(r"CPUTot=(\d+)", node.stdout).group(1))
     assert got["cpus_per_task"] == str(cpus // 2)  # the node's CPUs shared by its 2 tasks (srun, not 1)
     assert not (jobs["workdir"] / "pwned").exists()
+
+
+# A run whose estimate (a 7B-like model on 2 × 2 fake H100s: ≈10.6 s a step) outlives its 60-minute
+# limit: the plan passes --exit-duration-in-mins and launch.sbatch submits a chain of jobs. The
+# stand-in (tests/oracle/ckpt_train.py) does what Megatron does with those arguments, with time
+# scaled: a "minute" is 0.1 s and an iteration 0.012 s, so an allocation trains about 4 s.
+RESUMING = {
+    "name": "cpu-resume", "framework": "megatron-lm",
+    "cluster": {"nodes": 2, "gpus_per_node": 2, "gpu": "h100-80gb", "allow_oversize": True},
+    "model": {"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "vocab_size": 32000,
+              "seq_length": 2048},
+    "parallelism": {"tp": 1},
+    "batch": {"micro_batch_size": 1, "gradient_accumulation_steps": 64},
+    "training": {"train_iters": 500, "lr": 1.0e-3, "min_lr": 1.0e-4, "warmup": {"iters": 2},
+                 "precision": "bf16"},
+    "slurm": {"time": "01:00:00", "exclusive": False, "output": "logs/%x-%j.out"},
+    "launch": {"launcher": "srun", "entrypoint": "tests/oracle/ckpt_train.py",
+               "env": {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
+                       "GEN_LAUNCH_STANDIN_MINUTE_S": "0.1", "GEN_LAUNCH_STANDIN_STEP_S": "0.012"}},
+}
+
+
+def test_a_run_longer_than_its_allocation_saves_exits_and_resumes_until_done(
+        slurm, tmp_path: Path) -> None:
+    """Submitted once (bash launch.sbatch), the job chain runs one job at a time (singleton);
+    each resumes at the iteration the one before saved, a job exits and saves when its exit
+    duration has passed, the run ends at --train-iters, and a job after the end trains nothing."""
+    work = tmp_path
+    (work / "tests").symlink_to(ROOT / "tests")
+    spec = dict(RESUMING, checkpoint={"dir": str(work / "ckpt"), "interval": 25})
+    spec["launch"] = dict(spec["launch"], python=sys.executable)
+    path = work / "cpu-resume.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    plan = write_files(path, work / "launch")
+    args = (work / "launch" / "megatron_args.sh").read_text()
+    exit_minutes = plan["slurm"]["exit_duration_minutes"]
+    assert f"--exit-duration-in-mins {exit_minutes}" in args
+    chain = plan["slurm"]["allocations"]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("SLURM_JOB_ID", None)
+    proc = subprocess.run(["bash", str(work / "launch" / "launch.sbatch"), "--parsable"], cwd=work, env=env,
+                          capture_output=True, text=True, check=True)
+    jobs = [line.split(";")[0] for line in proc.stdout.split()]
+    assert len(jobs) == chain >= 2, proc.stdout
+    for job in jobs:
+        state, code = wait(job)
+        log = work / "logs" / f"cpu-resume-{job}.out"
+        assert (state, code) == ("COMPLETED", "0:0"), log.read_text(errors="replace")[-3000:] if log.exists() else job
+    progress = [json.loads(line) for line in (work / "ckpt" / "progress.jsonl").read_text().splitlines()]
+    assert [p["job"] for p in progress] == jobs  # one at a time, in submission order
+    assert progress[0]["start"] == 0 and progress[-1]["end"] == 500
+    for before, after in zip(progress, progress[1:], strict=False):
+        assert after["start"] == before["end"]  # resumed where the previous job saved
+    trained = [p for p in progress if p["end"] > p["start"]]
+    assert len(trained) >= 2 and all(p["exit"] == "exit-duration" for p in trained[:-1])
+    assert trained[-1]["end"] == 500 and exit_minutes > 0
+    assert all(p["start"] == p["end"] == 500 for p in progress[len(trained):])  # nothing left to do

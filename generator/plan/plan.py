@@ -343,6 +343,8 @@ class Plan:
             "logging": {**_section(s.logging), "wandb_run_name": run_io_values(s)["wandb_exp_name"]},
             "eval": _section(s.eval),
             "scheduler": self.scheduler_state(),
+            "slurm": {"time": s.slurm.time, "exit_duration_minutes": self.exit_duration_minutes,
+                      "allocations": self.allocations},
             "launch": {"launcher": s.launch.launcher, "tasks_per_node": self.tasks_per_node,
                        "procs_per_node": self.procs_per_node,
                        "cuda_device_max_connections_1": self.cuda_device_max_connections_1},
