@@ -95,13 +95,13 @@ def test_spec_values_cannot_inject(tmp_path: Path) -> None:
     for stub in stubs.iterdir():
         stub.chmod(0o755)
     env = {"PATH": f"{stubs}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_NNODES": "2",
-           "SLURM_JOB_NODELIST": "node[1-2]", "GEN_LAUNCH_DIR": str(work)}
+           "SLURM_JOB_NODELIST": "node[1-2]", "SLURM_CPUS_ON_NODE": "4", "GEN_LAUNCH_DIR": str(work)}
     subprocess.run(["bash", "launch.sbatch"], cwd=work, env=env, check=True)
     args = (work / "srun.args").read_text().split("\0")[:-1]
     assert args[-len(HOSTILE):] == HOSTILE
     assert "train $(touch pwned).py" in args
     assert "--container-image=img; touch pwned" in args
-    assert "--container-mounts=/a:/b,$(touch pwned)" in args
+    assert f"--container-mounts={work}:{work},/a:/b,$(touch pwned)" in args  # the launch folder, then the spec's
     assert (work / "srun.env").read_text() == ENV_VALUE
     assert not (work / "pwned").exists() and not (tmp_path / "pwned").exists()
 

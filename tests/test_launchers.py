@@ -26,14 +26,15 @@ from .helpers import plan_of, spec_dict
 _MODULE = {"torchrun": "torch", "deepspeed": "deepspeed", "accelerate": "accelerate"}
 _ENV = {"NODES": "4", "PROCS_PER_NODE": "8", "WORLD_SIZE": "32", "SLURM_JOB_ID": "4242",
         "MASTER_ADDR": "node001", "MASTER_PORT": "24242", "SLURM_NODEID": "1",
-        "GEN_LAUNCH_DIR": "/jobs/run", "hostfile": "/tmp/hostfile.x"}
+        "GEN_LAUNCH_DIR": "/jobs/run", "hostfile": "/tmp/hostfile.x", "CPUS_PER_TASK": "12"}
 
 
 def launched_argv(sbatch: str, env: dict[str, str]) -> list[str]:
-    """The launcher's command line as one node runs it: the srun command of the script, the
+    """The launcher's command line as one node runs it: the training step's srun command (the
+    script's last; a preflight runs before it), the
     per-node ``bash -c`` script's ``exec`` line with its "$@", variables expanded from env,
     up to the entry point's own arguments."""
-    start = sbatch.index("\nsrun ") + 1
+    start = sbatch.rindex("\nsrun ") + 1
     end = sbatch.index('"${EXTRA_ARGS[@]}"', start) + len('"${EXTRA_ARGS[@]}"')
     words = shlex.split(sbatch[start:end].replace("\\\n", " "))
     k = 1
@@ -178,3 +179,25 @@ def test_a_rewritten_image_is_a_note(tmp_path) -> None:
     path.write_text(yaml.safe_dump(spec_dict(slurm={"container_image": "nvcr.io/nvidia/pytorch:25.01-py3"})))
     notes = resolve(load_spec(path)).notes
     assert any("nvcr.io#nvidia/pytorch:25.01-py3" in n and "Docker Hub" in n for n in notes), notes
+
+
+@pytest.mark.parametrize(("gpu", "backend", "device"), [("h100-80gb", "nccl", "cuda"), ("mi300x", "nccl", "cuda"),
+                                                        ("ascend-910b", "hccl", "npu"), ("gaudi3", "hccl", "hpu"),
+                                                        ("cpu", "gloo", None)])
+def test_the_preflight_uses_the_accelerators_own_backend(tmp_path, gpu: str, backend: str, device) -> None:
+    """slurm.preflight writes preflight.py (valid Python, the plan's world size, the vendor's
+    device and collective backend) and launch.sbatch runs it before the training step."""
+    from generator.render import render_all
+
+    cluster = {"gpu": gpu, "allow_oversize": True}
+    data = spec_dict(slurm={"preflight": True}, cluster=cluster)
+    if gpu == "ascend-910b":
+        data["model"]["position_embedding"] = "rope"
+    files = render_all(plan_of(tmp_path, data))
+    script = files["preflight.py"]
+    compile(script, "preflight.py", "exec")
+    assert f'backend = "{backend}"' in script and "WORLD_SIZE = 16" in script
+    assert (f"accelerator = torch.{device}\n" in script) if device else 'torch.device("cpu")' in script
+    sbatch = files["launch.sbatch"]
+    assert sbatch.index('"${GEN_LAUNCH_DIR}/preflight.py"') < sbatch.rindex("torchrun \\")
+    assert "preflight.py" not in render_all(plan_of(tmp_path, spec_dict(), "plain.yaml"))

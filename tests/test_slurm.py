@@ -149,6 +149,16 @@ def variant(tmp_path: Path, name: str, **changes) -> Path:
     return path
 
 
+def _renamed(spec: Path, folder: Path, name: str, **changes) -> Path:
+    data = yaml.safe_load(spec.read_text())
+    data["name"] = name
+    for section, values in changes.items():
+        data.setdefault(section, {}).update(values)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
 @pytest.fixture(scope="module")
 def jobs(slurm, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Submit the three end-to-end jobs at once (distinct MASTER_PORTs) and wait for all."""
@@ -169,6 +179,13 @@ def jobs(slurm, tmp_path_factory: pytest.TempPathFactory) -> dict:
                     "entrypoint": "tests/oracle/rank_check.py", "extra_args": HOSTILE_ARGS,
                     "check_extra_args": False}),  # the entry point's own words, hostile on purpose
     }
+    srun_style = specs["cpu-srun"]
+    specs["cpu-preflight"] = variant(work, "cpu-preflight", slurm={"preflight": True})
+    specs["cpu-srun-preflight"] = _renamed(srun_style, work, "cpu-srun-preflight", slurm={"preflight": True},
+                                           checkpoint={"dir": str(work / "ckpt")})
+    (work / "not-a-folder").write_text("")  # where the checkpoint folder should be: a file
+    specs["cpu-preflight-fails"] = _renamed(srun_style, work, "cpu-preflight-fails", slurm={"preflight": True},
+                                            checkpoint={"dir": str(work / "not-a-folder" / "ckpt")})
     plans, submitted = {}, {}
     for name, spec in specs.items():
         plans[name] = write_files(spec, work / "launch" / name)
@@ -293,3 +310,28 @@ def test_a_run_longer_than_its_allocation_saves_exits_and_resumes_until_done(
     assert len(trained) >= 2 and all(p["exit"] == "exit-duration" for p in trained[:-1])
     assert trained[-1]["end"] == 500 and exit_minutes > 0
     assert all(p["start"] == p["end"] == 500 for p in progress[len(trained):])  # nothing left to do
+
+
+@pytest.mark.parametrize("name", ["cpu-preflight", "cpu-srun-preflight"])
+def test_the_preflight_checks_every_node_before_training(jobs: dict, name: str) -> None:
+    """slurm.preflight, with torchrun (one task per node) and srun (one task per process): every
+    rank joins the all-reduce, every node writes to the checkpoint folder (the launch folder
+    without one) and removes its file, then the training step runs."""
+    job = jobs[name]
+    assert_completed(job)
+    log = job["output"].read_text(errors="replace")
+    assert re.search(r"gen-launch preflight: 4 ranks, all-reduce of 64 MiB in [0-9.]+ ms", log), log[-3000:]
+    assert "writable on every node" in log
+    result_of(job["output"])  # the training step ran after it
+    folder = jobs["workdir"] / ("ckpt" if name == "cpu-srun-preflight" else f"launch/{name}")
+    assert not list(folder.glob(".gen-launch-preflight-*"))
+
+
+def test_a_failed_preflight_ends_the_job_before_training(jobs: dict) -> None:
+    job = jobs["cpu-preflight-fails"]
+    log = job["output"].read_text(errors="replace")
+    assert job["state"] == "FAILED", log[-3000:]
+    assert re.search(r"gen-launch preflight failed; .*node\d+: cannot write to the checkpoint folder", log)
+    assert "writable on every node" not in log
+    assert "gen-launch-result" not in log  # the training step never started
+

@@ -44,6 +44,10 @@ def read_launch_facts(facts: dict[str, Fact], script: str, draft: Draft) -> None
     _launcher(facts, draft)
     _environment(facts, draft)
     _slurm(facts, sbatch, srun, draft)
+    # a generated launch.sbatch with slurm.preflight names the preflight's folder before it runs it
+    exported = facts["exports"].value if "exports" in facts else ()
+    if any(name == "GEN_LAUNCH_PREFLIGHT_DIR" for name, _ in exported):
+        draft.set("slurm.preflight", True)
 
 
 def _name(sbatch: dict, script: str, draft: Draft) -> None:

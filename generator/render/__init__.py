@@ -26,6 +26,9 @@ ARTIFACTS = {
     "slurm": ("launch.sbatch", "launch.sbatch.j2"),
 }
 PLAN_FILE = "plan.json"
+PREFLIGHT = ("preflight.py", "preflight.py.j2")  # slurm.preflight: run by launch.sbatch
+# the torch device of each vendor's accelerators (preflight.py)
+DEVICE = {"nvidia": "cuda", "amd": "cuda", "huawei": "npu", "intel": "hpu", "cpu": "cpu"}
 
 
 def targets_for(framework: str, launcher: str = "torchrun") -> list[str]:
@@ -142,5 +145,9 @@ def render_all(plan: Plan) -> dict[str, str]:
     files = {ARTIFACTS[t][0]: render(plan, t)
              for t in targets_for(plan.framework, plan.spec.launch.launcher)}
     check_rendered(plan, files)
+    if plan.spec.slurm.preflight:
+        files[PREFLIGHT[0]] = _environment().get_template(PREFLIGHT[1]).render(
+            plan=plan, header=header(plan), backend=plan.gpu["backend"], vendor=plan.gpu["vendor"],
+            device=DEVICE[plan.gpu["vendor"]])
     files[PLAN_FILE] = render_plan_json(plan)
     return files

@@ -260,6 +260,7 @@ class Slurm:
     exclusive: bool
     output: str
     error: str | None
+    preflight: bool = False  # check every node (preflight.py) before the training step
 
 
 @dataclass(frozen=True)
