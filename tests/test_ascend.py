@@ -36,7 +36,7 @@ def test_launch_script_sets_up_ascend(tmp_path: Path) -> None:
     for stub in stubs.iterdir():
         stub.chmod(0o755)
     env = {"PATH": f"{stubs}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_NNODES": "4",
-           "SLURM_JOB_NODELIST": "node[1-4]", "GEN_LAUNCH_DIR": str(work),
+           "SLURM_JOB_NODELIST": "node[1-4]", "SLURM_CPUS_ON_NODE": "192", "GEN_LAUNCH_DIR": str(work),
            "ASCEND_TOOLKIT_ENV": str(tmp_path / "set_env.sh")}
     subprocess.run(["bash", "launch.sbatch"], cwd=work, env=env, check=True)
     seen = dict(line.split("=", 1) for line in (work / "srun.env").read_text().splitlines() if "=" in line)
