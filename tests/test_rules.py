@@ -308,6 +308,8 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
     "GL310": [({"save_interval": 5000, "step_time_s": 6.0, "time_limit_minutes": 240},
                {"save_interval": 500, "step_time_s": 6.0, "time_limit_minutes": 240},
                "checkpoint.interval 5,000 steps × 6.00 s = 8.3 h, more than the 4.0 h allocation")],
+    "GL313": [({"stage_resume": ("long", "short", "parallelism.tp", 2, 4, "OLD saves one file per rank", "")},
+               {}, "stage long cannot resume stage short's checkpoint: parallelism.tp 2 -> 4: stage short saves")],
     "GL311": [({"checkpoint_dir": "/tmp/ckpt"}, {"checkpoint_dir": "/lustre/ckpt"}, "/tmp/ckpt is under /tmp")],
     "GL306": [({"exports": (("NCCL_IB_TIMEOUT", "22"),), "ascend": True},
                {"exports": (("NCCL_IB_TIMEOUT", "22"),), "ascend": False},

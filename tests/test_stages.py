@@ -75,3 +75,37 @@ def test_a_stage_needs_one_run_length(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(data))
     result = runner.invoke(app, ["explain", str(path)])
     assert result.exit_code == 2 and "a stage gives exactly one of train_tokens" in result.stderr
+
+
+STAGED_RELAYOUT = """\
+name: relayout
+framework: megatron-lm
+cluster: {nodes: 2, gpus_per_node: 8, gpu: h100-80gb}
+model: {preset: llama3-8b}
+parallelism: {tp: 2, distributed_optimizer: true}
+batch: {micro_batch_size: 1, global_batch_size: 64}
+training: {train_iters: 100, lr: 1.0e-4}
+checkpoint: {dir: /ckpt/relayout, format: FORMAT}
+stages:
+  - {name: short, train_iters: 50}
+  - {name: wide, parallelism: {tp: 4}, train_iters: 50}
+"""
+
+
+@pytest.mark.parametrize(("fmt", "refused"), [("torch", "tools/checkpoint/convert.py"),
+                                              ("torch_dist", "dp_reshardable"),
+                                              ("torch_dist, reshardable: true", None)])
+def test_a_stage_that_cannot_resume_the_previous_one_is_refused_at_its_field(write_spec, fmt, refused) -> None:
+    """GL313: a later stage at another tp loads the earlier stage's checkpoint only where the
+    format reshards it (resume-check's classification of the two stages)."""
+
+    path = write_spec(STAGED_RELAYOUT.replace("FORMAT", fmt))
+    if refused is None:
+        assert [p.tp for p in resolve_run(load_spec(path))] == [2, 4]
+        return
+    with pytest.raises(PlanError) as error:
+        resolve_run(load_spec(path))
+    (finding,) = error.value.findings
+    assert finding.code == "GL313" and refused in finding.message
+    assert finding.sources[0] == f"{path}:11:36"  # the stage's tp
+    assert "stage short saves" in finding.message or fmt == "torch"

@@ -23,7 +23,32 @@ def resolve_run(spec: Spec) -> list[Plan]:
                          for f in exc.findings]
     if findings:
         raise PlanError(findings)
-    return one_schedule(plans) if plans[0].dialect is not None else plans
+    plans = one_schedule(plans) if plans[0].dialect is not None else plans
+    refused = stage_resume_findings(plans)
+    if refused:
+        raise PlanError(refused)
+    return plans
+
+
+def stage_resume_findings(plans: list[Plan]) -> list:
+    """GL313: each stage against the checkpoint of the stage before it, as resume-check
+    classifies two runs (a change it needs converted or cannot load is refused)."""
+    from generator.resume import changes
+    from generator.rules import RULES, Fact
+
+    records = [p.to_json() for p in plans]
+    out = []
+    for k in range(1, len(plans)):
+        plan = plans[k]
+        for change in changes(records[k - 1], records[k]):
+            if change.verdict not in ("convert", "cannot"):
+                continue
+            fact = Fact((plan.spec.stage, plans[k - 1].spec.stage, change.field, change.old, change.new,
+                         change.why, change.fix), _stage_where(plan.spec, k, change.field))
+            found = RULES["GL313"].run({"stage_resume": fact})
+            if found is not None:
+                out.append(found)
+    return out
 
 
 def one_schedule(plans: list[Plan]) -> list[Plan]:
@@ -56,6 +81,11 @@ def one_schedule(plans: list[Plan]) -> list[Plan]:
         end += plan.train_samples
         out.append(replace(plan, run=RunSchedule(end, total, warmup_samples, wsd_samples, index > 0)))
     return out
+
+
+def _stage_where(spec: Spec, index: int, field: str) -> str:
+    """Where a stage sets a field: the deepest part of it its entry of stages: has."""
+    return str(spec.doc.locate(["stages", index, *field.split(".")]))
 
 
 def stage_folder(index: int, plan: Plan) -> str:

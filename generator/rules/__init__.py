@@ -3,7 +3,7 @@ registers every rule."""
 
 # isort: off
 from generator.rules.registry import RULES, Fact, Facts, Finding, Rule, rule, run_rules
-from generator.rules import batch, deepspeed, dialect, fsdp, launch, megatron, reading, slurm  # noqa: F401  (registers them)
+from generator.rules import batch, deepspeed, dialect, fsdp, launch, megatron, reading, resume, slurm  # noqa: F401,E501  (registers them)
 # isort: on
 
 __all__ = ["RULES", "Fact", "Facts", "Finding", "Rule", "rule", "run_rules"]
