@@ -9,7 +9,7 @@
 #
 # Settings (environment): SLURM_CI_NODES (128), SLURM_CI_GPUS (8), SLURM_CI_GPU_TYPE (h100),
 # SLURM_CI_CPUS (128), SLURM_CI_MEM_MB (1000000), SLURM_CI_PARTITIONS ("debug gpu batch", the
-# first is the default), SLURM_CI_PORT_BASE (17000). Recipe: reference/ci-oracles.md §1.
+# first is the default; a partition "short" with MaxTime=00:30:00 is added), SLURM_CI_PORT_BASE (17000). Recipe: reference/ci-oracles.md §1.
 set -euo pipefail
 
 NODES="${SLURM_CI_NODES:-128}"
@@ -100,6 +100,8 @@ CONF
       echo "PartitionName=${partition} Nodes=ALL Default=$([[ ${first} == 1 ]] && echo YES || echo NO) MaxTime=INFINITE State=UP"
       first=0
     done
+    # a partition with a maximum time limit (the tests of slurm.max_time, GL314)
+    echo "PartitionName=short Nodes=ALL Default=NO MaxTime=00:30:00 State=UP"
   } > "${CONF_DIR}/slurm.conf.new"
   {
     echo "AutoDetect=off"

@@ -335,3 +335,36 @@ def test_a_failed_preflight_ends_the_job_before_training(jobs: dict) -> None:
     assert "writable on every node" not in log
     assert "gen-launch-result" not in log  # the training step never started
 
+
+@pytest.mark.parametrize("limit", ["00:20:00", "01:00:00"])
+def test_the_partitions_maximum_is_the_one_slurm_enforces(slurm, tmp_path: Path, limit: str) -> None:
+    """On the test cluster's partition short (MaxTime 30 minutes): the job Slurm lets run is the
+    one GL314 lets through. Above the maximum, sbatch refuses the script rendered without
+    slurm.max_time, or holds it with the reason PartitionTimeLimit; with slurm.max_time given,
+    gen-launch refuses the spec."""
+    from generator.plan.plan import PlanError
+
+    spec = variant(tmp_path, "cpu-short", slurm={"partition": "short", "time": limit})
+    write_files(spec, tmp_path / "launch")
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_JOB_ID"}
+    (tmp_path / "logs").mkdir()
+    proc = subprocess.run(["sbatch", "--parsable", "--hold", str(tmp_path / "launch" / "launch.sbatch")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    refused = proc.returncode != 0
+    if not refused:
+        job = proc.stdout.strip().split(";")[0]
+        subprocess.run(["scontrol", "release", job], check=False, capture_output=True)
+        time.sleep(1.5)  # one scheduling pass
+        info = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True).stdout
+        subprocess.run(["scancel", job], check=False)
+        refused = "PartitionTimeLimit" in info
+    assert refused == (limit == "01:00:00"), proc.stderr
+    data = yaml.safe_load(spec.read_text())
+    data["slurm"]["max_time"] = "00:30:00"
+    spec.write_text(yaml.safe_dump(data))
+    if refused:
+        with pytest.raises(PlanError, match="GL314"):
+            resolve(load_spec(spec))
+    else:
+        resolve(load_spec(spec))
+

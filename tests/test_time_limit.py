@@ -108,3 +108,25 @@ def test_a_node_local_checkpoint_folder_is_warned_about(write_spec, folder) -> N
     data["checkpoint"]["dir"] = folder
     path = write_spec(yaml.safe_dump(data))
     assert "only one node sees" in _warnings(resolve(load_spec(path)))["GL311"]
+
+
+def test_a_time_limit_beyond_the_partitions_maximum_is_refused_at_the_field(tmp_path) -> None:
+    """GL314: slurm.time above slurm.max_time would never start; at the maximum, the long
+    sample is generated as a chain of jobs instead."""
+    import yaml
+
+    from generator.plan.plan import PlanError
+
+    data = yaml.safe_load((ROOT / "samples" / "llama3-8b-pretrain.yaml").read_text())
+    data["slurm"].update(time="7-00:00:00", max_time="2-00:00:00")
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(PlanError) as error:
+        resolve(load_spec(path))
+    (finding,) = error.value.findings
+    assert finding.code == "GL314" and "set slurm.time: 2-00:00:00" in finding.message
+    assert finding.sources[0].startswith(f"{path}:")
+    data["slurm"]["time"] = "2-00:00:00"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    plan = resolve(load_spec(path))
+    assert plan.allocations and plan.allocations > 1 and plan.exit_duration_minutes < 2 * 1440

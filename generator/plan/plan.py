@@ -405,6 +405,8 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "packing": (spec.data.packing, "data.packing"),
         "exports": (spec.launch.env, "launch.env"),
         "lr": (t.lr, "training.lr"), "min_lr": (t.min_lr, "training.min_lr"),
+        "slurm_time": (spec.slurm.time, "slurm.time"),
+        "partition_max_time": (spec.slurm.max_time, "slurm.max_time"),
     }
     for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
                 "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",

@@ -138,3 +138,22 @@ def node_local_checkpoint(checkpoint_dir: str) -> str | None:
         return None
     return (f"checkpoint.dir {text} is under {local}, which only one node sees: the ranks of other nodes "
             "write elsewhere and a resumed job finds no whole checkpoint; use a shared file system")
+
+
+@rule("GL314", "time-limit-beyond-partition",
+      "The job's time limit exceeds its partition's maximum.")
+def beyond_partition(slurm_time: str, partition_max_time: str) -> str | None:
+    """A job whose --time exceeds the partition's MaxTime never runs: sbatch refuses it, or (with
+    EnforcePartLimits=NO) it pends for ever with the reason PartitionTimeLimit. Fix: slurm.time
+    at most the partition's maximum; a run longer than that is generated as a chain of jobs that
+    resume from the checkpoint (checkpoint.dir), so nothing is lost.
+
+    Example: slurm.time 7-00:00:00 on a partition whose max_time is 2-00:00:00."""
+    from generator.units import slurm_minutes
+
+    asked, allowed = slurm_minutes(slurm_time), slurm_minutes(partition_max_time)
+    if allowed is None or (asked is not None and asked <= allowed):
+        return None
+    return (f"slurm.time {slurm_time} exceeds the partition's maximum {partition_max_time}: the job would "
+            f"never start; set slurm.time: {partition_max_time} (a longer run is chained over allocations "
+            "that resume from checkpoint.dir)")

@@ -261,6 +261,7 @@ class Slurm:
     output: str
     error: str | None
     preflight: bool = False  # check every node (preflight.py) before the training step
+    max_time: str | None = None  # the partition's MaxTime (GL314)
 
 
 @dataclass(frozen=True)
