@@ -96,14 +96,19 @@ def test_what_a_fork_cannot_write_is_refused_at_the_field(write_spec, fork, sect
 
 
 def test_a_framework_without_megatron_arguments_refuses_the_sections(write_spec) -> None:
+    """The Trainer (FSDP2) carries checkpoint.dir but not the data; a plain DeepSpeed entry point
+    carries neither: each refused at its field."""
     spec = MINIMAL.replace("framework: megatron-lm", "framework: fsdp").replace(
         "parallelism: {tp: 2, pp: 2}", "parallelism: {zero_stage: 3}")
     path = write_spec(spec + "checkpoint: {dir: /c}\ndata: {paths: [/d]}\n")
     with pytest.raises(PlanError) as err:
         resolve(load_spec(path))
     message = str(err.value)
-    assert "GL223 checkpoint.dir is not written for framework fsdp" in message
-    assert "GL223 data.paths" in message and f"{path}:8:" in message
+    assert "GL223 data.paths is not written for framework fsdp" in message and f"{path}:9:" in message
+    assert "checkpoint.dir" not in message
+    plain = write_spec(spec.replace("framework: fsdp", "framework: deepspeed") + "checkpoint: {dir: /c}\n", "ds.yaml")
+    with pytest.raises(PlanError, match="GL223 checkpoint.dir is not written for framework deepspeed"):
+        resolve(load_spec(plain))
 
 
 def test_a_blend_gives_every_dataset_a_weight(write_spec) -> None:
@@ -173,3 +178,22 @@ def test_the_schedule_a_resumed_run_follows_is_one_flag(write_spec, schedule, fl
     words = _arguments(path)
     assert flag in words
     assert {"--use-checkpoint-opt_param-scheduler", "--override-opt_param-scheduler"} & set(words) == {flag}
+
+
+def test_import_reads_the_trainers_sections_back(tmp_path, write_spec) -> None:
+    """FSDP2 through the Trainer: checkpoint folder and interval, evaluation, wandb project and
+    run name come back from trainer_args.sh (the project from its WANDB_PROJECT export)."""
+    from generator.importer import import_paths
+
+    sections = {"checkpoint": {"dir": "/ckpt/sft", "interval": 200}, "eval": {"interval": 400},
+                "logging": {"wandb_project": "sft-runs", "wandb_run_name": "sft-1"}}
+    path = write_spec(yaml.safe_dump(spec_dict(framework="fsdp", parallelism={"tp": 1, "pp": 1, "zero_stage": 3},
+                                               **sections)))
+    files = spec_files(load_spec(path))[0]
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, text in files.items():
+        (out / name).write_text(text)
+    spec = yaml.safe_load(import_paths([out]).text)
+    for section, values in sections.items():
+        assert {k: spec[section][k] for k in values} == values, spec.get(section)

@@ -245,10 +245,28 @@ def trainer_values(plan) -> dict[str, Any]:
         "fsdp": f"{shard} auto_wrap" if fsdp else None,
         "fsdp_config": json.dumps(plan.fsdp_trainer_config, sort_keys=True) if fsdp else None,
         "gradient_checkpointing": t.recompute != "none" and plan.framework != "fsdp",
+        **_trainer_run_io(s),
         # for the comments only
         "global": plan.global_batch_size, "accumulation": plan.gradient_accumulation_steps,
         "dp": plan.dp, "steps": plan.schedule.train_iters, "warmup_steps": plan.schedule.warmup_iters,
     }
+
+
+# the run-io fields the Trainer's arguments carry (the others are the entry point's own: GL223)
+TRAINER_RUN_IO = ("checkpoint.dir", "checkpoint.interval", "eval.interval", "logging.wandb_project",
+                  "logging.wandb_run_name")
+
+
+def _trainer_run_io(s) -> dict[str, Any]:
+    """Checkpoints in the output folder (the Trainer's example scripts resume from its last
+    checkpoint there), every checkpoint.interval steps; evaluation every eval.interval steps;
+    wandb (its project from WANDB_PROJECT, exported by trainer_args.sh)."""
+    io = run_io_values(s)
+    return {"save": io["save"], "save_strategy": "steps" if io["save_interval"] else None,
+            "save_interval": io["save_interval"],
+            "eval_strategy": "steps" if io["eval_interval"] else None, "eval_interval": io["eval_interval"],
+            "report_to": "wandb" if io["wandb_project"] else None, "wandb_project": io["wandb_project"],
+            "wandb_exp_name": io["wandb_exp_name"]}
 
 
 @dataclass(frozen=True)

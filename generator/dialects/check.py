@@ -56,8 +56,12 @@ def _ignored_settings(spec) -> list[Finding]:
 
 def _unwritten_run_io(spec) -> list[Finding]:
     """GL223: run-io fields given for a framework without Megatron arguments."""
+    from generator.dialects.arguments import TRAINER_RUN_IO
+
     out = []
     for dotted in dict.fromkeys(RUN_IO_FIELD.values()):
+        if spec.uses_trainer and dotted in TRAINER_RUN_IO:
+            continue  # TrainingArguments carry it (trainer.yaml)
         section, key = dotted.split(".")
         given = spec.doc.data.get(section) or {}
         if given.get(key) not in (None, False, [], {}):

@@ -111,6 +111,9 @@ def _environment(facts: dict[str, Fact], draft: Draft) -> None:
     for name, value in facts["exports"].value if "exports" in facts else ():
         if name in PLUMBING or name.startswith(("SLURM_", "GEN_LAUNCH_")):
             continue
+        if name == "WANDB_PROJECT" and draft.get("logging.wandb_run_name") is not None:
+            draft.set("logging.wandb_project", value)  # the Trainer's wandb project (trainer_args.sh)
+            continue
         if name in SCRIPT_OWNED_ENV:  # the generated launch.sbatch sets these itself
             owned.append(name)
             continue

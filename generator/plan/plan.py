@@ -118,8 +118,7 @@ class Plan:
     @property
     def uses_trainer(self) -> bool:
         """Hugging Face TrainingArguments (trainer_args.sh): FSDP2, and DeepSpeed through accelerate."""
-        return self.framework == "fsdp" or (self.framework == "deepspeed"
-                                            and self.spec.launch.launcher == "accelerate")
+        return self.spec.uses_trainer
 
     @property
     def fsdp_reshard_after_forward(self) -> bool:

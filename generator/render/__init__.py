@@ -127,7 +127,9 @@ def render(plan: Plan, target: str) -> str:
         from generator.dialects import dialect
         from generator.dialects.arguments import argument_lines, trainer_values
 
-        extra = {"arguments": argument_lines(dialect("trainer"), trainer_values(plan))}
+        values = trainer_values(plan)
+        extra = {"arguments": argument_lines(dialect("trainer"), values),
+                 "wandb_project": values["wandb_project"]}
     return template.render(plan=plan, spec=plan.spec, model=plan.model,
                            header=header(plan), plan_line=plan_line(plan), **extra)
 

@@ -66,19 +66,22 @@ def setting_ignored(megatron_setting_ignored: tuple) -> str | None:
 
 
 @rule("GL223", "run-io-not-written",
-      "Data, tokenizer, checkpoint, logging and eval fields are written for the Megatron frameworks only.")
+      "A data, tokenizer, checkpoint, logging or eval field the framework's arguments do not carry.")
 def run_io_not_written(run_io_unwritten: tuple) -> str | None:
     """The data, tokenizer, checkpoint, logging and eval sections become Megatron's arguments
     (--data-path, --tokenizer-*, --save/--load, --wandb-*, --eval-*) for Megatron-LM, MindSpeed-LLM
-    and both Megatron-DeepSpeed forks. A plain DeepSpeed or FSDP entry point has arguments of its
-    own, which gen-launch does not write yet: the run would start without the data, checkpoints
-    or logging the spec names. Fix: pass them as the entry point's own arguments in
-    launch.extra_args, or use a Megatron framework.
+    and both Megatron-DeepSpeed forks. The Hugging Face Trainer's TrainingArguments carry the
+    checkpoint folder and interval (--output_dir, --save_steps), the evaluation interval
+    (--eval_steps) and wandb (--report_to, --run_name, WANDB_PROJECT); the data, the tokenizer and
+    the rest are its entry point's own arguments (its data and model arguments), as is everything
+    a plain DeepSpeed entry point reads. Written nowhere, the run would start without them. Fix:
+    pass them as the entry point's own arguments in launch.extra_args, or use a framework that
+    takes them.
 
     Example: checkpoint.dir /ckpt with framework fsdp."""
     field_, framework = run_io_unwritten
-    return (f"{field_} is not written for framework {framework} (only the Megatron frameworks take these "
-            "sections); pass it as the entry point's own argument in launch.extra_args")
+    return (f"{field_} is not written for framework {framework} (its arguments do not carry it); pass it "
+            "as the entry point's own argument in launch.extra_args")
 
 
 def did_you_mean(flag: str, known) -> str:

@@ -287,6 +287,12 @@ class Spec:
     logging: Logging = field(default_factory=Logging)
     eval: Eval = field(default_factory=Eval)
 
+    @property
+    def uses_trainer(self) -> bool:
+        """Hugging Face TrainingArguments (trainer_args.sh): FSDP2, and DeepSpeed through accelerate."""
+        return self.framework == "fsdp" or (self.framework == "deepspeed"
+                                            and self.launch.launcher == "accelerate")
+
     def where(self, dotted: str) -> str:
         """Where a field's value came from: ``file:line:col``, ``preset NAME`` or ``default``."""
         path = dotted.split(".")
