@@ -185,7 +185,7 @@ def test_import_reads_the_trainers_sections_back(tmp_path, write_spec) -> None:
     run name come back from trainer_args.sh (the project from its WANDB_PROJECT export)."""
     from generator.importer import import_paths
 
-    sections = {"checkpoint": {"dir": "/ckpt/sft", "interval": 200}, "eval": {"interval": 400},
+    sections = {"checkpoint": {"dir": "/ckpt/sft", "interval": 200, "keep_last": 3}, "eval": {"interval": 400},
                 "logging": {"wandb_project": "sft-runs", "wandb_run_name": "sft-1"}}
     path = write_spec(yaml.safe_dump(spec_dict(framework="fsdp", parallelism={"tp": 1, "pp": 1, "zero_stage": 3},
                                                **sections)))
@@ -197,3 +197,9 @@ def test_import_reads_the_trainers_sections_back(tmp_path, write_spec) -> None:
     spec = yaml.safe_load(import_paths([out]).text)
     for section, values in sections.items():
         assert {k: spec[section][k] for k in values} == values, spec.get(section)
+
+
+def test_megatron_keeps_every_checkpoint_so_keep_last_is_refused(write_spec) -> None:
+    path = write_spec(yaml.safe_dump(spec_dict(checkpoint={"dir": "/ckpt/run", "keep_last": 3})))
+    with pytest.raises(PlanError, match="GL218 checkpoint.keep_last 3 cannot be expressed"):
+        resolve(load_spec(path))

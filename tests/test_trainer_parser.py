@@ -123,13 +123,14 @@ def test_the_trainer_takes_the_checkpoint_eval_and_wandb_sections(tmp_path: Path
     monkeypatch.setattr(training_args, "is_torch_bf16_gpu_available", lambda: True)
     data = spec_dict(framework="fsdp", launch={"launcher": "torchrun"},
                      parallelism={"tp": 1, "pp": 1, "zero_stage": 3},
-                     checkpoint={"dir": str(tmp_path / "ckpt"), "interval": 200}, eval={"interval": 500},
+                     checkpoint={"dir": str(tmp_path / "ckpt"), "interval": 200, "keep_last": 2},
+                     eval={"interval": 500},
                      logging={"wandb_project": "sft-runs", "wandb_run_name": "sft-1"})
     text = render(plan_of(tmp_path, data), "trainer")
     args, rest = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses(
         args=_words(text), return_remaining_strings=True)
     assert rest == []
     assert (args.output_dir, str(args.save_strategy.value), args.save_steps) == (str(tmp_path / "ckpt"), "steps", 200)
-    assert (str(args.eval_strategy.value), args.eval_steps) == ("steps", 500)
+    assert (str(args.eval_strategy.value), args.eval_steps, args.save_total_limit) == ("steps", 500, 2)
     assert (args.report_to, args.run_name) == (["wandb"], "sft-1")
     assert "\nexport WANDB_PROJECT=sft-runs\n" in text + "\n"

@@ -17,6 +17,7 @@ RUN_IO_FIELD = {
     "vocab_file": "tokenizer.vocab_file", "merge_file": "tokenizer.merge_file", "save": "checkpoint.dir",
     "load": "checkpoint.dir", "finetune": "checkpoint.finetune_from", "save_interval": "checkpoint.interval",
     "ckpt_format": "checkpoint.format", "async_save": "checkpoint.async_save",
+    "keep_last": "checkpoint.keep_last",
     "resume_schedule": "checkpoint.schedule", "override_schedule": "checkpoint.schedule",
     "reshardable": "checkpoint.reshardable", "universal_checkpoint": "checkpoint.universal",
     "wandb_project": "logging.wandb_project", "wandb_exp_name": "logging.wandb_run_name",
@@ -168,6 +169,7 @@ def run_io_values(s) -> dict[str, Any]:
         "merge_file": tok.merge_file,
         "save": ckpt.dir, "load": ckpt.finetune_from if finetune else ckpt.dir, "finetune": finetune,
         "save_interval": ckpt.interval, "ckpt_format": ckpt.format, "async_save": ckpt.async_save,
+        "keep_last": ckpt.keep_last,
         "resume_schedule": ckpt.schedule == "checkpoint", "override_schedule": ckpt.schedule == "spec",
         "reshardable": ckpt.reshardable, "universal_checkpoint": ckpt.universal,
         "wandb_project": log.wandb_project,
@@ -253,8 +255,8 @@ def trainer_values(plan) -> dict[str, Any]:
 
 
 # the run-io fields the Trainer's arguments carry (the others are the entry point's own: GL223)
-TRAINER_RUN_IO = ("checkpoint.dir", "checkpoint.interval", "eval.interval", "logging.wandb_project",
-                  "logging.wandb_run_name")
+TRAINER_RUN_IO = ("checkpoint.dir", "checkpoint.interval", "checkpoint.keep_last", "eval.interval",
+                  "logging.wandb_project", "logging.wandb_run_name")
 
 
 def _trainer_run_io(s) -> dict[str, Any]:
@@ -263,7 +265,7 @@ def _trainer_run_io(s) -> dict[str, Any]:
     wandb (its project from WANDB_PROJECT, exported by trainer_args.sh)."""
     io = run_io_values(s)
     return {"save": io["save"], "save_strategy": "steps" if io["save_interval"] else None,
-            "save_interval": io["save_interval"],
+            "save_interval": io["save_interval"], "keep_last": io["keep_last"],
             "eval_strategy": "steps" if io["eval_interval"] else None, "eval_interval": io["eval_interval"],
             "report_to": "wandb" if io["wandb_project"] else None, "wandb_project": io["wandb_project"],
             "wandb_exp_name": io["wandb_exp_name"]}

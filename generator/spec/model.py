@@ -208,6 +208,7 @@ class Tokenizer:
 class Checkpoint:
     dir: str | ShellRef | None = None
     interval: int | None = None
+    keep_last: int | None = None  # the Trainer's --save_total_limit
     format: str | None = None
     async_save: bool = False
     schedule: str | None = None  # checkpoint | spec: which schedule a resumed run follows
