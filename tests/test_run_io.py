@@ -203,3 +203,49 @@ def test_megatron_keeps_every_checkpoint_so_keep_last_is_refused(write_spec) -> 
     path = write_spec(yaml.safe_dump(spec_dict(checkpoint={"dir": "/ckpt/run", "keep_last": 3})))
     with pytest.raises(PlanError, match="GL218 checkpoint.keep_last 3 cannot be expressed"):
         resolve(load_spec(path))
+
+
+PLAIN_DEEPSPEED = """\
+name: plain
+framework: deepspeed
+cluster: {nodes: 2, gpus_per_node: 8, gpu: h100-80gb}
+model: {preset: llama2-7b}
+parallelism: {zero_stage: 3}
+batch: {micro_batch_size: 1, global_batch_size: 64}
+training: {train_iters: 100, lr: 1.0e-4, warmup: {iters: 5}}
+data: {paths: ["/data/sft set"]}
+checkpoint: {dir: {shell: "${CKPT}/plain"}, interval: 50}
+launch:
+  entrypoint: train.py
+  arguments: {checkpoint.dir: --save_dir, checkpoint.interval: --save_interval, data.paths: --data_path}
+"""
+
+
+def _train_args(path) -> list[str]:
+    """TRAIN_ARGS of launch.sbatch as bash expands it (CKPT=/ck)."""
+    text = spec_files(load_spec(path))[0]["launch.sbatch"]
+    start = text.index("TRAIN_ARGS=(")
+    block = text[start:text.index("\n", text.index(")", start + len("TRAIN_ARGS=("))) + 1]
+    out = subprocess.run(["bash", "-c", f'GEN_LAUNCH_DIR=/g; {block}printf "%s\\n" "${{TRAIN_ARGS[@]}}"'],
+                         capture_output=True, text=True, check=True, env={"CKPT": "/ck", "PATH": "/usr/bin:/bin"})
+    return out.stdout.splitlines()
+
+
+def test_a_plain_deepspeed_entry_point_takes_the_fields_under_its_own_options(write_spec) -> None:
+    """launch.arguments names the entry point's options: the values follow them (a run-time word
+    expanded by the job's shell, a path with a space one word), and nothing else is written."""
+    words = _train_args(write_spec(PLAIN_DEEPSPEED))
+    assert words == ["--deepspeed_config", "/g/ds_config.json", "--save_dir", "/ck/plain", "--save_interval", "50",
+                     "--data_path", "/data/sft set"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("data.paths: --data_path}", "}\ntokenizer: {model: gpt2}"), "GL223 data.paths is not written"),
+    (("framework: deepspeed", "framework: fsdp"), "launch.arguments is for a plain DeepSpeed entry point"),
+    (("--save_interval", "--save_dir"), "--save_dir is given for two fields"),
+])
+def test_launch_arguments_are_refused_where_they_cannot_apply(write_spec, change, message) -> None:
+    path = write_spec(PLAIN_DEEPSPEED.replace(*change))
+    with pytest.raises(UserError, match=message) as error:
+        resolve(load_spec(path))
+    assert f"{path}:" in str(error.value)

@@ -179,6 +179,23 @@ def run_io_values(s) -> dict[str, Any]:
     }
 
 
+def entry_point_arguments(s) -> list[tuple[str, tuple[Any, ...]]]:
+    """launch.arguments: (option, its words) for each run field given that an entry point
+    without a table reads (a switch alone; data.paths as Megatron writes it, weight-path pairs
+    for a blend)."""
+    values = run_io_values(s)
+    named = {}
+    for name, dotted in RUN_IO_FIELD.items():
+        named.setdefault(dotted, name)  # checkpoint.dir: save (= load)
+    out: list[tuple[str, tuple[Any, ...]]] = []
+    for dotted, option in s.launch.arguments:
+        value = values[named[dotted]]
+        if value in (None, False, ()):
+            continue
+        out.append((option, () if value is True else value if isinstance(value, tuple) else (value,)))
+    return out
+
+
 def architecture_values(m, ep: int) -> dict[str, Any]:
     """The model's architecture beyond its shape, under the tables' names: None where the model
     does not use it (rotary values without rope, MoE values without experts)."""

@@ -59,9 +59,12 @@ def _unwritten_run_io(spec) -> list[Finding]:
     from generator.dialects.arguments import TRAINER_RUN_IO
 
     out = []
+    declared = {dotted for dotted, _ in spec.launch.arguments}
     for dotted in dict.fromkeys(RUN_IO_FIELD.values()):
         if spec.uses_trainer and dotted in TRAINER_RUN_IO:
             continue  # TrainingArguments carry it (trainer.yaml)
+        if dotted in declared:
+            continue  # the entry point's own option (launch.arguments)
         section, key = dotted.split(".")
         given = spec.doc.data.get(section) or {}
         if given.get(key) not in (None, False, [], {}):

@@ -117,11 +117,13 @@ def render(plan: Plan, target: str) -> str:
 
         extra = {"config": config(plan)}
     elif target == "slurm":
+        from generator.dialects.arguments import entry_point_arguments
         from generator.dialects.launchers import launcher, launchers
         from generator.dialects.slurm import sbatch_lines, srun_options
 
         name = plan.spec.launch.launcher
         extra = {"sbatch": sbatch_lines(plan), "srun_options": srun_options(plan),
+                 "entry_arguments": entry_point_arguments(plan.spec),
                  "launcher": launcher(name) if name in {x.name for x in launchers()} else None}
     elif target == "trainer":
         from generator.dialects import dialect

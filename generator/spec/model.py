@@ -245,6 +245,7 @@ class Launch:
     extra_args: tuple[str | ShellRef, ...]
     env: tuple[tuple[str, str], ...]
     check_extra_args: bool = True
+    arguments: tuple[tuple[str, str], ...] = ()  # (run field, a plain entry point's option)
 
 
 @dataclass(frozen=True)
@@ -424,6 +425,7 @@ def build_spec(doc: Document) -> Spec:
                              for a in data["launch"]["extra_args"]),
             env=_env(doc, data["launch"]),
             check_extra_args=data["launch"].get("check_extra_args", True),
+            arguments=_entry_point_arguments(doc, data),
         ),
         slurm=Slurm(**{**data["slurm"], "container_mounts": tuple(data["slurm"]["container_mounts"])}),
         megatron=Megatron(**data["megatron"]),
@@ -455,6 +457,23 @@ def _checkpoint(doc: Document, data: dict) -> Checkpoint:
                         "torch_dist format only; set checkpoint.format: torch_dist (or leave it to the "
                         "release's default)", doc.locate(["checkpoint", "reshardable"]))
     return Checkpoint(**{k: _word(v) for k, v in data.items()})
+
+
+def _entry_point_arguments(doc: Document, data: dict) -> tuple[tuple[str, str], ...]:
+    """launch.arguments, for an entry point without a table of its own (plain DeepSpeed)."""
+    given = data["launch"].get("arguments") or {}
+    plain = data["framework"] == "deepspeed" and data["launch"]["launcher"] != "accelerate"
+    if given and not plain:
+        raise UserError(f"$.launch.arguments: framework {data['framework']} with launcher "
+                        f"{data['launch']['launcher']} writes the run's fields as its own arguments; "
+                        "launch.arguments is for a plain DeepSpeed entry point (remove it)",
+                        doc.locate(["launch", "arguments"]))
+    options = list(given.values())
+    twice = next((o for o in options if options.count(o) > 1), None)
+    if twice is not None:
+        raise UserError(f"$.launch.arguments: {twice} is given for two fields; one option carries one field",
+                        doc.locate(["launch", "arguments"]))
+    return tuple(given.items())
 
 
 def _data(doc: Document, data: dict) -> Data:
