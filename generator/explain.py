@@ -226,4 +226,8 @@ def _allocations(plan, train_seconds: float, step_time_s: float) -> list[str]:
         line += (f"; exits and saves after {plan.exit_duration_minutes:,} minutes (--exit-duration-in-mins), "
                  f"the next allocation resumes from checkpoint.dir; launch.sbatch submits {plan.allocations} "
                  "jobs as one --dependency=singleton chain")
+    elif plan.allocations:
+        line += (f"; each job runs until the limit ends it and the next resumes from the last checkpoint in "
+                 f"checkpoint.dir (the entry point must load it: the Trainer's example scripts do); "
+                 f"launch.sbatch submits {plan.allocations} jobs as one --dependency=singleton chain")
     return [line]

@@ -130,3 +130,25 @@ def test_a_time_limit_beyond_the_partitions_maximum_is_refused_at_the_field(tmp_
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     plan = resolve(load_spec(path))
     assert plan.allocations and plan.allocations > 1 and plan.exit_duration_minutes < 2 * 1440
+
+
+def test_a_trainer_run_longer_than_its_allocation_is_chained_to_resume_at_each_limit(tmp_path) -> None:
+    """The Trainer has no exit of its own: with checkpoint.dir, each job of the chain runs until
+    Slurm ends it and the next resumes from the last checkpoint; explain says the entry point
+    must load it."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "samples" / "sft-llama3-8b-fsdp2.yaml").read_text())
+    data["slurm"]["time"] = "00:30:00"
+    data["checkpoint"]["interval"] = 20
+    path = tmp_path / "sft.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    plan = resolve(load_spec(path))
+    assert plan.exit_duration_minutes is None and plan.allocations > 1
+    assert plan.allocations == chained_jobs(plan.estimate().train_seconds, 30)
+    sbatch = spec_files(load_spec(path))[0]["launch.sbatch"]
+    assert f"job <= {plan.allocations}" in sbatch or f"job <= '{plan.allocations}'" in sbatch
+    assert "the entry point must load it" in explain_text(plan)
+    data["checkpoint"] = None
+    path.write_text(yaml.safe_dump({k: v for k, v in data.items() if v is not None}, sort_keys=False))
+    assert resolve(load_spec(path)).allocations is None  # nothing saved: no chain (GL309 says so)

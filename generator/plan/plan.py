@@ -21,6 +21,7 @@ from generator.plan.schedule import Schedule, plan_schedule
 from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.architecture import architecture_line
 from generator.spec.model import Spec
+from generator.units import slurm_minutes
 
 DERIVED = "derived"
 
@@ -496,10 +497,13 @@ def resolve(spec: Spec) -> Plan:
     allocations = None
     if exit_minutes is not None:
         allocations = chained_jobs(estimate.train_seconds, exit_minutes)
+    elif _resumes_at_the_limit(plan, estimate):  # no exit of its own: each job ends at the limit
+        allocations = chained_jobs(estimate.train_seconds, slurm_minutes(plan.spec.slurm.time))
     checked = replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts) + timed,
                       exit_duration_minutes=exit_minutes, allocations=allocations)
     object.__setattr__(checked, "_estimate", estimate)  # the added warnings do not change it
     return checked
+
 
 
 MAX_CHAINED_JOBS = 500  # below the usual MaxSubmitJobs; a longer run needs a longer time limit
@@ -518,12 +522,20 @@ def exit_margin_minutes(limit: int, step_time_s: float) -> int:
     return max(15, -(-limit * 5 // 100)) + -(-int(2 * step_time_s) // 60)
 
 
+def _resumes_at_the_limit(plan: Plan, estimate) -> bool:
+    """A run longer than its allocation whose entry point has no exit of its own (the Trainer, a
+    plain DeepSpeed script) but saves to checkpoint.dir: each job of the chain runs until Slurm
+    ends it at the limit, and the next resumes from the last checkpoint (GL310 keeps the
+    interval within an allocation)."""
+    limit = slurm_minutes(plan.spec.slurm.time)
+    return (plan.dialect is None and plan.spec.checkpoint.dir is not None and limit is not None
+            and estimate.performance is not None and estimate.train_seconds > limit * 60)
+
+
 def _time_limit(plan: Plan, estimate) -> tuple[int | None, tuple[Finding, ...]]:
     """The run against its Slurm time limit (GL309-GL311), and the minutes after which a run
     longer than one allocation exits and saves (Megatron's --exit-duration-in-mins; with
     checkpoint.dir the next allocation resumes there)."""
-    from generator.units import slurm_minutes
-
     limit = slurm_minutes(plan.spec.slurm.time)
     ckpt = plan.spec.checkpoint
     facts = {"checkpoint_dir": Fact(ckpt.dir, plan.spec.where("checkpoint.dir"))}
