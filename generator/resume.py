@@ -154,11 +154,6 @@ def _dialect(record: dict[str, Any]) -> str:
     return (record.get("dialect") or {}).get("name") or record["framework"]
 
 
-def _trainer(record: dict[str, Any]) -> bool:
-    return record["framework"] == "fsdp" or (record["framework"] == "deepspeed"
-                                             and record["launch"]["launcher"] == "accelerate")
-
-
 def changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     """Every change between two run records that a checkpoint depends on, classified."""
     out: list[Change] = []
@@ -189,9 +184,8 @@ def _loads(old, new, out: list[Change]) -> str | None:
     finetune = _at(new, "checkpoint.finetune_from")
     if saved is None and resumed is None and old["framework"] in ("deepspeed", "fsdp"):
         out.append(Change("checkpoint.dir", None, None, "safe",
-                          "the entry point saves where its own arguments say (launch.extra_args: the "
-                          "Trainer's output_dir, or the script's): resume-check takes it that NEW "
-                          "resumes there"))
+                          "no checkpoint.dir: the entry point saves where its own arguments say "
+                          "(launch.extra_args); resume-check takes it that NEW resumes there"))
         return "resume"
     if saved is None:
         out.append(Change("checkpoint.dir", None, resumed, "cannot", "OLD saves no checkpoint",
@@ -402,7 +396,7 @@ def _batch(old, new, out: list[Change]) -> None:
         ratio = bn["tokens_per_step"] / bo["tokens_per_step"]
         why = (f"the token batch goes from {bo['tokens_per_step']:,} to {bn['tokens_per_step']:,} "
                f"({ratio:.3g}×): the learning rate is the schedule's, not rescaled for it")
-        if _trainer(new):
+        if new["launch"].get("trainer"):
             why += ("; the Trainer finds its place by skipping global step × accumulation batches of the "
                     "new loader, so it resumes at another sample than the one OLD reached")
         out.append(Change("batch.global_batch_size", bo["global_batch_size"], bn["global_batch_size"],
