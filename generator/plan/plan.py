@@ -539,7 +539,10 @@ def _time_limit(plan: Plan, estimate) -> tuple[int | None, tuple[Finding, ...]]:
     checkpoint.dir the next allocation resumes there)."""
     limit = slurm_minutes(plan.spec.slurm.time)
     ckpt = plan.spec.checkpoint
-    facts = {"checkpoint_dir": Fact(ckpt.dir, plan.spec.where("checkpoint.dir"))}
+    slurm = plan.spec.slurm
+    facts = {"checkpoint_dir": Fact(ckpt.dir, plan.spec.where("checkpoint.dir")),
+             "container_image": Fact(slurm.container_image, plan.spec.where("slurm.container_image")),
+             "container_mounts": Fact(slurm.container_mounts, plan.spec.where("slurm.container_mounts"))}
     exit_minutes = None
     perf = estimate.performance
     if limit is not None and perf is not None:
@@ -550,7 +553,7 @@ def _time_limit(plan: Plan, estimate) -> tuple[int | None, tuple[Finding, ...]]:
         facts.update(time)
         if ckpt.dir is not None and estimate.train_seconds > limit * 60 and plan.dialect is not None:
             exit_minutes = max(1, limit - exit_margin_minutes(limit, perf.step_time_s))
-    findings = (RULES[code].run(facts) for code in ("GL309", "GL310", "GL311"))
+    findings = (RULES[code].run(facts) for code in ("GL309", "GL310", "GL311", "GL315"))
     return exit_minutes, tuple(f for f in findings if f is not None)
 
 

@@ -157,3 +157,25 @@ def beyond_partition(slurm_time: str, partition_max_time: str) -> str | None:
     return (f"slurm.time {slurm_time} exceeds the partition's maximum {partition_max_time}: the job would "
             f"never start; set slurm.time: {partition_max_time} (a longer run is chained over allocations "
             "that resume from checkpoint.dir)")
+
+
+@rule("GL315", "checkpoint-not-mounted-in-container",
+      "The checkpoint folder is not mounted into the container.", severity="warning")
+def checkpoint_not_mounted(checkpoint_dir: str, container_image: str,
+                           container_mounts: tuple[str, ...] = ()) -> str | None:
+    """In a pyxis container, a folder that no --container-mounts entry brings in is the
+    container's own: checkpoints written there vanish with the container when the job ends, and
+    the next job resumes from nothing (the preflight's write test passes there too). Fix: mount
+    the checkpoint folder, or one above it, in slurm.container_mounts (SRC:DST, DST the folder the
+    run writes).
+
+    Example: checkpoint.dir /lustre/ckpt/run with container_mounts [/data:/data]."""
+    text = str(checkpoint_dir)
+    if "${" in text or not text.startswith("/"):
+        return None  # known at run time only, or relative to the container's workdir
+    targets = [m.split(":")[1] if ":" in m else m for m in container_mounts]
+    if any(text == t or text.startswith(t.rstrip("/") + "/") for t in targets):
+        return None
+    listed = ", ".join(targets) or "none"
+    return (f"checkpoint.dir {text} is not under any of slurm.container_mounts ({listed}): inside the "
+            f"container it is the container's own folder, gone when the job ends; mount it, e.g. {text}:{text}")
