@@ -178,4 +178,5 @@ def checkpoint_not_mounted(checkpoint_dir: str, container_image: str,
         return None
     listed = ", ".join(targets) or "none"
     return (f"checkpoint.dir {text} is not under any of slurm.container_mounts ({listed}): inside the "
-            f"container it is the container's own folder, gone when the job ends; mount it, e.g. {text}:{text}")
+            f"container it is the container's own folder, gone when the job ends; mount it, e.g. "
+            f"{text}:{text}")
