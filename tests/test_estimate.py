@@ -260,3 +260,41 @@ def test_cpu_offload_moves_states_off_the_gpu(tmp_path: Path) -> None:
     on_gpu = plan_of(tmp_path, data, "b.yaml").estimate().memory
     assert offloaded.optimizer == 0 and offloaded.weights == 0 and on_gpu.optimizer > 0
     assert offloaded.total < on_gpu.total
+
+
+def _optimizer_gib(tmp_path: Path, name: str, **sections) -> float:
+    plan = plan_of(tmp_path, spec_dict(**sections), f"{name}.yaml")
+    return plan.estimate().memory.optimizer / 2**30
+
+
+def test_the_distributed_optimizer_is_sharded_over_data_and_context_parallel_ranks(tmp_path: Path) -> None:
+    """megatron-core shards the distributed optimizer over its data-parallel group with context
+    parallelism (dp × cp ranks): moving ranks from dp to cp leaves each GPU's share unchanged,
+    and without the distributed optimizer every rank keeps all of its parameters' state."""
+    layout = {"tp": 2, "pp": 1, "distributed_optimizer": True}
+    cluster = {"nodes": 2, "gpus_per_node": 8, "gpu": "h100-80gb"}  # 16 GPUs: dp 8, or dp 4 × cp 2
+    dp_only = _optimizer_gib(tmp_path, "dp", cluster=cluster, parallelism={**layout, "cp": 1})
+    with_cp = _optimizer_gib(tmp_path, "cp", cluster=cluster, parallelism={**layout, "cp": 2})
+    assert with_cp == pytest.approx(dp_only)
+    plain = _optimizer_gib(tmp_path, "plain", cluster=cluster,
+                           parallelism={**layout, "cp": 2, "distributed_optimizer": False})
+    assert plain == pytest.approx(8 * dp_only)
+
+
+def test_expert_optimizer_state_is_sharded_over_the_expert_data_parallel_ranks(tmp_path: Path) -> None:
+    """An MoE model's routed experts are replicated over the expert data-parallel ranks
+    (world / (etp × ep × pp)), not the dense dp: with 64 GPUs, tp 2, ep 8, etp 1 the dense state
+    is split 32 ways and the experts' 8 ways (megatron-core's expert data-parallel group)."""
+    model = {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "vocab_size": 32000,
+             "seq_length": 2048, "num_experts": 8, "moe_top_k": 2, "ffn_hidden_size": 4096}
+    plan = plan_of(tmp_path, spec_dict(
+        model=model, cluster={"nodes": 8, "gpus_per_node": 8, "gpu": "h100-80gb"},
+        parallelism={"tp": 2, "pp": 1, "ep": 8, "etp": 1, "distributed_optimizer": True},
+        batch={"micro_batch_size": 1, "gradient_accumulation_steps": None, "global_batch_size": 64}))
+    assert (plan.dp, plan.expert_dp) == (32, 8)
+    from generator.estimate.plan import shape_of
+
+    params = count_params(shape_of(plan))
+    dense = (params.layers_tp + params.embedding + params.output + params.final_norm) / 2  # tp 2
+    experts = params.layers_experts / 8
+    assert plan.estimate().memory.optimizer == pytest.approx(12 * (dense / 32 + experts / 8), rel=0.02)

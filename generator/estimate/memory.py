@@ -42,6 +42,22 @@ class Layout:
     shard_dp: int | None = None  # hybrid sharding: the ranks state is sharded over (a node)
     overlap_grad_reduce: bool = True  # the data-parallel reduction runs under the backward pass
 
+    @property
+    def state_shards(self) -> int:
+        """The ranks a dense parameter's sharded state is split over: Megatron's distributed
+        optimizer shards over data × context parallel ranks (megatron-core's data-parallel group
+        with context parallelism); ZeRO and FSDP over the data-parallel ranks (a node's with
+        hybrid sharding)."""
+        if self.sharding == "distributed_optimizer":
+            return (self.shard_dp or self.dp) * self.cp
+        return self.shard_dp or self.dp
+
+    @property
+    def expert_dp(self) -> int:
+        """The ranks that hold the same experts (world / (etp × ep × pp)), over which the experts'
+        sharded state is split (megatron-core's expert data-parallel group; DeepSpeed's too)."""
+        return max(1, self.tp * self.pp * self.cp * self.dp // (self.etp * self.ep * self.pp))
+
     def stage_layers(self, num_layers: int) -> tuple[float, float, float]:
         """(first, middle, last) stage layer counts (all L/p when the pipeline is even)."""
         given = [x for x in (self.first_stage_layers, self.last_stage_layers) if x is not None]
@@ -150,14 +166,18 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     dense = params.layers_tp / params.num_layers / layout.tp
     expert = params.layers_experts / params.num_layers / layout.ep / \
         (layout.etp if shape.num_experts else layout.tp)
-    stage = layers * (dense + expert)
+    stage_dense, stage_expert = layers * dense, layers * expert
     if first:
-        stage += params.embedding / layout.tp
+        stage_dense += params.embedding / layout.tp
     if last:  # a tied output layer keeps its own copy of the word embeddings on the last stage
         output = params.output or (0 if first else shape.vocab_size * shape.hidden_size)
-        stage += (output + params.final_norm) / layout.tp
-    weight, grad, opt = state_bytes_per_param(layout.precision, layout.sharding,
-                                              layout.shard_dp or layout.dp)
+        stage_dense += (output + params.final_norm) / layout.tp
+    dense_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.state_shards)
+    expert_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.expert_dp) \
+        if shape.num_experts else dense_bytes  # (a dense model's MLPs count as its one "expert")
+    # (weights, gradients, optimizer) of the stage's parameters, each part by its own sharding
+    weights, grads, opts = (stage_dense * d + stage_expert * e for d, e in zip(dense_bytes, expert_bytes,
+                                                                               strict=True))
     # 1F1B: the first stage holds p micro-batches in flight of its layers (L/p each when even:
     # all L layers' worth), times the interleaving penalty; fewer micro-batches than stages hold
     # fewer; the last stage holds one micro-batch of its own layers.
@@ -169,12 +189,12 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     if last:  # fp32 logits of the loss, split by tp (and cp)
         logits = 4 * shape.seq_length / layout.cp * layout.micro_batch_size * shape.vocab_size / layout.tp
     if layout.offload != "none":
-        opt = 0.0  # optimizer states (and the update) live in CPU memory
+        opts = 0.0  # optimizer states (and the update) live in CPU memory
     if layout.offload == "optimizer_and_params":
-        weight = 0.0  # ZeRO-3 fetches each layer's parameters from the CPU when it runs
-    states = stage * (weight + grad + opt)
+        weights = 0.0  # ZeRO-3 fetches each layer's parameters from the CPU when it runs
+    states = weights + grads + opts
     other = ALLOWANCE_FIXED_GIB * GIB + ALLOWANCE_FRACTION * (states + activations + logits)
-    return Memory(stage * weight, stage * grad, stage * opt, activations, logits, other,
+    return Memory(weights, grads, opts, activations, logits, other,
                   None if capacity_gib is None else capacity_gib * GIB,
                   name or ("first" if first else "last"))
 
