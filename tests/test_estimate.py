@@ -298,3 +298,21 @@ def test_expert_optimizer_state_is_sharded_over_the_expert_data_parallel_ranks(t
     dense = (params.layers_tp + params.embedding + params.output + params.final_norm) / 2  # tp 2
     experts = params.layers_experts / 8
     assert plan.estimate().memory.optimizer == pytest.approx(12 * (dense / 32 + experts / 8), rel=0.02)
+
+
+def test_the_experts_gradient_reduction_is_divided_by_expert_parallelism(tmp_path: Path) -> None:
+    """Each GPU reduces only the experts it holds (1/ep of them) among its expert data-parallel
+    ranks: more expert parallelism means less data-parallel traffic (before, layouts differing
+    only in ep tied)."""
+    model = {"num_layers": 8, "hidden_size": 2048, "num_attention_heads": 16, "vocab_size": 32000,
+             "seq_length": 2048, "num_experts": 16, "moe_top_k": 2, "ffn_hidden_size": 8192}
+
+    def dp_comm(ep: int) -> float:
+        plan = plan_of(tmp_path, spec_dict(
+            model=model, cluster={"nodes": 8, "gpus_per_node": 8, "gpu": "h100-80gb"},
+            parallelism={"tp": 1, "pp": 1, "ep": ep, "distributed_optimizer": True},
+            batch={"micro_batch_size": 1, "gradient_accumulation_steps": None, "global_batch_size": 64}),
+            f"ep{ep}.yaml")
+        return plan.estimate().performance.dp_comm_s
+
+    assert dp_comm(8) < dp_comm(4) < dp_comm(2)

@@ -180,11 +180,16 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     dp_comm = zero3 = 0.0
     if layout.dp > 1:
         p = count_params(shape)
-        stage_params = p.total / (layout.tp * layout.pp)
+        # an MoE model's routed experts are reduced among the ranks holding the same experts
+        # (the expert data-parallel group), each GPU holding 1/(ep·etp) of them
+        experts = p.layers_experts if shape.num_experts else 0
+        stage_params = (p.total - experts) / (layout.tp * layout.pp)
         share = (layout.dp - 1) / layout.dp
+        expert_share = (layout.expert_dp - 1) / layout.expert_dp
+        reduced = share * stage_params + expert_share * experts / (layout.ep * layout.etp * layout.pp)
         # a ring all-reduce moves 2Ψ per GPU; ZeRO-3 reduce-scatters the gradients (Ψ) and
         # all-gathers the 16-bit parameters for every micro-batch's forward and backward (2mΨ)
-        volume = (1 if layout.sharding == "zero3" else 2) * share * stage_params * 2
+        volume = (1 if layout.sharding == "zero3" else 2) * reduced * 2
         dp_total = volume / (hw.internode_gbps * 1e9)
         backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
         dp_comm = max(dp_total - backward, dp_total / shape.num_layers) if layout.overlap_grad_reduce \
