@@ -316,3 +316,19 @@ def test_the_experts_gradient_reduction_is_divided_by_expert_parallelism(tmp_pat
         return plan.estimate().performance.dp_comm_s
 
     assert dp_comm(8) < dp_comm(4) < dp_comm(2)
+
+
+def test_a_stage_that_holds_the_embedding_or_loss_builds_one_layer_fewer(tmp_path: Path) -> None:
+    """Llama-3.1-405B's 126 layers on pp 8 × vpp 8 with the embedding and the loss counted in the
+    split (Megatron: 128 / 8 = 16 per stage): the first and the last stage hold 15 transformer
+    layers, the others 16 — a legal layout, estimated as Megatron builds it."""
+    from generator.estimate.plan import layout_of
+
+    plan = plan_of(tmp_path, spec_dict(
+        model={"preset": "llama3.1-405b", "num_layers": None, "hidden_size": None, "num_attention_heads": None,
+               "vocab_size": None, "seq_length": None},
+        cluster={"nodes": 128, "gpus_per_node": 8, "gpu": "h100-80gb", "allow_oversize": True},
+        parallelism={"tp": 8, "pp": 8, "vpp": 8, "sequence_parallel": True, "distributed_optimizer": True,
+                     "account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True},
+        batch={"micro_batch_size": 1, "gradient_accumulation_steps": None, "global_batch_size": 2048}))
+    assert layout_of(plan).stage_layers(126) == (15, 16, 15)

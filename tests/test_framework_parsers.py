@@ -277,3 +277,38 @@ def test_data_tokenizer_checkpoints_logging_and_eval_reach_each_parsers_namespac
             if result["shown"].get(dest) != value:
                 failures.append(f"{case['label']}: args.{dest} = {result['shown'].get(dest)!r}, the spec gives {value!r}")
     assert not failures, "\n".join(failures)
+
+
+def test_the_embedding_and_loss_counted_in_the_pipeline_split_are_what_megatron_accepts(trees, tmp_path: Path) -> None:
+    """6 layers on pp 4 divide only with the embedding and the loss counted as layers (6 + 2 = 8):
+    Megatron-LM's own validate_args (core_v0.16.1 and main) accepts the generated arguments with
+    both flags, and refuses the same layout without them, as GL009 does. (With virtual stages
+    Megatron checks this only when it builds the model.)"""
+    import yaml
+
+    data = spec_dict(name="split", model={"num_layers": 6}, cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "h100-80gb"},
+                     parallelism={"tp": 2, "pp": 4, "account_for_embedding_in_pipeline_split": True,
+                                  "account_for_loss_in_pipeline_split": True},
+                     batch={"micro_batch_size": 1, "gradient_accumulation_steps": 4})
+    cases = []
+    for version in ("core_v0.16", "latest"):
+        path = tmp_path / f"split-{version}.yaml"
+        path.write_text(yaml.safe_dump({**data, "megatron": {"version": version}}))
+        (case,) = cases_of(spec_files(load_spec(path))[0], path.stem)
+        case["show"] = ["account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"]
+        without = dict(case, label=case["label"] + " without the flags",
+                       argv=[w for w in case["argv"] if "pipeline-split" not in w])
+        cases += [case, without]
+    results = run_parsers(trees, cases)
+    for case, result in zip(cases, results, strict=True):
+        if case["label"].endswith("without the flags"):
+            assert not result["ok"] and "divisible" in result["error"], (case["label"], result)
+        else:
+            assert result["ok"], (case["label"], result)
+            assert result["shown"] == {"account_for_embedding_in_pipeline_split": True,
+                                       "account_for_loss_in_pipeline_split": True}
+    plain = dict(data, parallelism={"tp": 2, "pp": 4})
+    path = tmp_path / "plain.yaml"
+    path.write_text(yaml.safe_dump(plain))
+    with pytest.raises(PlanError, match="GL009 num_layers 6 is not divisible by pp 4"):
+        spec_files(load_spec(path))

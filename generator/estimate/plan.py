@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from generator.estimate.memory import (
@@ -93,14 +93,14 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
 
 def layout_of(plan) -> Layout:
     s = plan.spec
+    split = replace(s.parallelism, pp=plan.pp).split_layers(plan.model.num_layers)
     return spec_layout(s, zero_stage=plan.zero_stage,
                        distributed_optimizer=s.parallelism.distributed_optimizer,
                        recompute=s.training.recompute, tp=plan.tp, pp=plan.pp, cp=plan.cp, ep=plan.ep,
                        etp=plan.etp, vpp=plan.vpp, dp=plan.dp, micro_batch_size=plan.micro_batch_size,
                        num_microbatches=plan.gradient_accumulation_steps,
                        sequence_parallel=s.parallelism.sequence_parallel,
-                       first_stage_layers=s.parallelism.first_stage_layers,
-                       last_stage_layers=s.parallelism.last_stage_layers)
+                       first_stage_layers=split[0], last_stage_layers=split[1])
 
 
 def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | None:

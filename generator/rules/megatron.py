@@ -30,29 +30,39 @@ def heads_tp(num_attention_heads: int, tp: int, num_query_groups: int | None = N
 @rule("GL009", "layers-not-divisible-by-pp",
       "Layers must divide evenly over the pipeline stages and their virtual stages.")
 def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None,
-              first_stage_layers: int | None = None, last_stage_layers: int | None = None) -> str | None:
+              first_stage_layers: int | None = None, last_stage_layers: int | None = None,
+              pipeline_split_embedding: bool = False, pipeline_split_loss: bool = False) -> str | None:
     """Megatron-LM: ``Number of layers should be divisible by the pipeline-model-parallel size``
     (megatron-core ≤ 0.9 silently dropped the remainder), and with interleaving ``number of
     layers per pipeline stage must be divisible number of layers per virtual pipeline stage``.
     With ``--decoder-first/last-pipeline-num-layers`` (uneven stages, core ≥ 0.9) the remaining
     layers must divide evenly over the middle stages, and every stage's count by vpp.
+    With ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``
+    the embedding and the loss count as one layer each: num_layers + 1 (+ 1) must divide (and
+    they exclude first/last stage counts: Megatron raises ValueError).
     Megatron-DeepSpeed's pipeline engine balances layers itself, so this is megatron-lm only.
-    Fix: a pp (and vpp) that divides the layers, or first/last stage layer counts.
+    Fix: a pp (and vpp) that divides the layers, first/last stage layer counts, or counting the
+    embedding and loss in the split.
 
     Example: --num-layers 95 with --pipeline-model-parallel-size 16."""
     if framework != "megatron-lm":
         return None
     vpp = vpp or 1
+    counted = int(bool(pipeline_split_embedding)) + int(bool(pipeline_split_loss))
+    if counted and (first_stage_layers is not None or last_stage_layers is not None):
+        return ("first_stage_layers / last_stage_layers and counting the embedding or loss in the "
+                "pipeline split exclude each other (Megatron raises ValueError); keep one")
     if first_stage_layers is not None or last_stage_layers is not None:
         return _uneven(num_layers, pp, vpp, first_stage_layers, last_stage_layers)
-    if num_layers % pp:
-        return (f"num_layers {num_layers} is not divisible by pp {pp}; use pp "
-                f"{or_list(nearest(divisors(num_layers), pp))}, or first_stage_layers and "
-                "last_stage_layers")
-    per_stage = num_layers // pp
+    split = num_layers + counted
+    named = f"num_layers {num_layers}" + (f" + {counted} (embedding, loss)" if counted else "")
+    if split % pp:
+        return (f"{named} is not divisible by pp {pp}; use pp {or_list(nearest(divisors(split), pp))}, "
+                "first_stage_layers and last_stage_layers, or count the embedding and loss in the split")
+    per_stage = split // pp
     if per_stage % vpp == 0:
         return None
-    return (f"num_layers {num_layers} / pp {pp} = {per_stage} layers per stage is not divisible "
+    return (f"{named} / pp {pp} = {per_stage} layers per stage is not divisible "
             f"by vpp {vpp}; use vpp in {[d for d in divisors(per_stage) if d > 1] or [1]}")
 
 

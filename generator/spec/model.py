@@ -125,6 +125,19 @@ class Parallelism:
     first_stage_layers: int | None = None  # uneven pipelines (megatron-lm)
     last_stage_layers: int | None = None
     hybrid_shard: bool = False  # fsdp: shard within a node, replicate across nodes
+    # Megatron-LM: the embedding / the loss counted as a layer of the pipeline split
+    account_for_embedding_in_pipeline_split: bool = False
+    account_for_loss_in_pipeline_split: bool = False
+
+    def split_layers(self, num_layers: int) -> tuple[int | None, int | None]:
+        """(first, last) stage transformer layers: the given ones, or with the embedding / loss
+        counted in the split, a stage's share of num_layers + 1 (+ 1) less the one it holds."""
+        embedding = self.account_for_embedding_in_pipeline_split
+        loss = self.account_for_loss_in_pipeline_split
+        if not (embedding or loss) or self.pp < 2 or (num_layers + embedding + loss) % self.pp:
+            return self.first_stage_layers, self.last_stage_layers
+        share = (num_layers + embedding + loss) // self.pp
+        return (share - 1 if embedding else None), (share - 1 if loss else None)
 
 
 @dataclass(frozen=True)
