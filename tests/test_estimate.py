@@ -332,3 +332,20 @@ def test_a_stage_that_holds_the_embedding_or_loss_builds_one_layer_fewer(tmp_pat
                      "account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True},
         batch={"micro_batch_size": 1, "gradient_accumulation_steps": None, "global_batch_size": 2048}))
     assert layout_of(plan).stage_layers(126) == (15, 16, 15)
+
+
+def test_bf16_optimizer_states_and_main_grads_are_counted_in_two_bytes(tmp_path: Path) -> None:
+    """NeMo's 340B recipe keeps the moments and the main gradients in bf16 (Megatron's
+    precision-aware optimizer): 2 bytes each instead of 4, the fp32 master weights kept, so the
+    distributed optimizer's 12/d becomes 8/d and the gradients 4 → 2."""
+    base = {"parallelism": {"tp": 2, "pp": 1, "distributed_optimizer": True}}
+
+    def memory(**training):
+        name = "-".join(f"{k}{v}" for k, v in training.items()) or "fp32"
+        return plan_of(tmp_path, spec_dict(**base, training=training), f"{name}.yaml").estimate().memory
+
+    plain, states, both = memory(), memory(optimizer_states="bf16"), \
+        memory(optimizer_states="bf16", main_grads="bf16")
+    assert states.optimizer == pytest.approx(plain.optimizer * 8 / 12)
+    assert both.gradients == pytest.approx(plain.gradients / 2) and states.gradients == plain.gradients
+    assert state_bytes_per_param("bf16", "distributed_optimizer", 8, "bf16", "bf16") == (2.0, 2.0, 1.0)

@@ -312,3 +312,26 @@ def test_the_embedding_and_loss_counted_in_the_pipeline_split_are_what_megatron_
     path.write_text(yaml.safe_dump(plain))
     with pytest.raises(PlanError, match="GL009 num_layers 6 is not divisible by pp 4"):
         spec_files(load_spec(path))
+
+
+def test_bf16_optimizer_state_reaches_megatrons_namespace(trees, tmp_path: Path) -> None:
+    """training.optimizer_states / main_grads bf16: core_v0.16.1's and main's own parser accept
+    the precision-aware optimizer's arguments and hold bf16 for both moments and the gradients."""
+    import yaml
+
+    cases = []
+    for version in ("core_v0.16", "latest"):
+        data = spec_dict(name=f"pao-{version}", megatron={"version": version},
+                         parallelism={"tp": 2, "pp": 1, "distributed_optimizer": True},
+                         training={"optimizer_states": "bf16", "main_grads": "bf16", "precision": "bf16"})
+        path = tmp_path / f"pao-{version}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        (case,) = cases_of(spec_files(load_spec(path))[0], path.stem)
+        case["show"] = ["use_precision_aware_optimizer", "exp_avg_dtype", "exp_avg_sq_dtype", "main_grads_dtype"]
+        cases.append(case)
+    for case, result in zip(cases, run_parsers(trees, cases), strict=True):
+        assert result["ok"], (case["label"], result)
+        shown = result["shown"]
+        assert shown["use_precision_aware_optimizer"] is True, shown
+        assert {str(shown[k]).rsplit(".", 1)[-1] for k in ("exp_avg_dtype", "exp_avg_sq_dtype", "main_grads_dtype")} \
+            == {"bfloat16"}, shown

@@ -185,6 +185,13 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
               ({"num_attention_heads": 96, "num_query_groups": 3, "tp": 8},
                {"num_attention_heads": 96, "num_query_groups": 2, "tp": 8},
                "num_query_groups 3 is neither a multiple nor a divisor of tp 8")],
+    "GL224": [({"optimizer_states": "bf16", "main_grads": "fp32", "framework": "megatron-lm",
+                "distributed_optimizer": False},
+               {"optimizer_states": "bf16", "main_grads": "fp32", "framework": "megatron-lm",
+                "distributed_optimizer": True}, "need the distributed optimizer"),
+              ({"optimizer_states": "fp32", "main_grads": "bf16", "framework": "fsdp"},
+               {"optimizer_states": "fp32", "main_grads": "fp32", "framework": "fsdp"},
+               "Megatron-LM's precision-aware optimizer, not fsdp's")],
     "GL009": [({"num_layers": 126, "pp": 8, "vpp": 8, "framework": "megatron-lm"},  # Llama-3.1-405B
                {"num_layers": 126, "pp": 8, "vpp": 8, "framework": "megatron-lm",
                 "pipeline_split_embedding": True, "pipeline_split_loss": True},

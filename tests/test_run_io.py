@@ -249,3 +249,15 @@ def test_launch_arguments_are_refused_where_they_cannot_apply(write_spec, change
     with pytest.raises(UserError, match=message) as error:
         resolve(load_spec(path))
     assert f"{path}:" in str(error.value)
+
+
+def test_bf16_optimizer_state_is_megatrons_precision_aware_optimizer(write_spec) -> None:
+    path = write_spec(yaml.safe_dump(spec_dict(parallelism={"distributed_optimizer": True},
+                                               training={"optimizer_states": "bf16", "main_grads": "bf16"})))
+    words = _arguments(path)
+    assert "--use-precision-aware-optimizer" in words
+    assert _after(words, "--exp-avg-dtype") == _after(words, "--exp-avg-sq-dtype") == _after(words, "--main-grads-dtype") \
+        == ["bf16"]
+    refused = write_spec(yaml.safe_dump(spec_dict(training={"optimizer_states": "bf16"})), "plain.yaml")
+    with pytest.raises(PlanError, match="GL224 training.optimizer_states bf16 need the distributed optimizer"):
+        resolve(load_spec(refused))

@@ -40,6 +40,8 @@ class Layout:
     first_stage_layers: int | None = None  # uneven pipelines: the first and last stage's layers,
     last_stage_layers: int | None = None  # the rest spread evenly over the middle stages
     shard_dp: int | None = None  # hybrid sharding: the ranks state is sharded over (a node)
+    optimizer_states: str = "fp32"  # Adam's moments (bf16: Megatron's precision-aware optimizer)
+    main_grads: str = "fp32"
     overlap_grad_reduce: bool = True  # the data-parallel reduction runs under the backward pass
 
     @property
@@ -97,27 +99,31 @@ class Memory:
                 "capacity_gib": g(self.capacity), "fits": self.fits, "stage": self.stage}
 
 
-def state_bytes_per_param(precision: str, sharding: str, dp: int) -> tuple[float, float, float]:
+def state_bytes_per_param(precision: str, sharding: str, dp: int, optimizer_states: str = "fp32",
+                          main_grads: str = "fp32") -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per parameter with Adam.
 
     Megatron (bf16 params, fp32 main grads and master weights + two moments): 2 + 4 + 12 = 18,
     with the distributed optimizer 6 + 12/d; fp16: 2 + 2 + 16 (20, or 4 + 16/d); fp32: 4 + 4 + 8
     (docs/user-guide/features/dist_optimizer.md). DeepSpeed ZeRO (Rajbhandari et al. 2020):
     16-bit params and grads, K = 12 bytes of optimizer state; stage 1 shards the optimizer, 2 also
-    the gradients, 3 also the weights.
+    the gradients, 3 also the weights. Megatron's precision-aware optimizer keeps the moments
+    (optimizer_states) and the main gradients in bf16: 2 bytes each instead of 4 (the fp32
+    master weights stay).
     """
     if sharding.startswith("zero"):  # (fp8 is refused for DeepSpeed: GL215)
         weight, grad, opt = (4.0, 4.0, 8.0) if precision == "fp32" else (2.0, 2.0, 12.0)
         stage = int(sharding[-1])
         return (weight / dp if stage >= 3 else weight, grad / dp if stage >= 2 else grad,
                 opt / dp if stage >= 1 else opt)
-    if precision == "fp8":
-        # Transformer Engine: with --fp8-param-gather (rendered with the distributed optimizer)
-        # the parameters live in FP8, else in bf16 plus the FP8 copy its GEMMs use
-        weight = 1.0 if sharding == "distributed_optimizer" else 3.0
-        return weight, 4.0, 12.0 / dp if sharding == "distributed_optimizer" else 12.0
-    weight, grad, opt = {"bf16": (2.0, 4.0, 12.0), "fp16": (2.0, 2.0, 16.0),
+    # Transformer Engine FP8: with --fp8-param-gather (rendered with the distributed optimizer)
+    # the parameters live in FP8, else in bf16 plus the FP8 copy its GEMMs use
+    fp8_weight = 1.0 if sharding == "distributed_optimizer" else 3.0
+    weight, grad, opt = {"bf16": (2.0, 4.0, 12.0), "fp8": (fp8_weight, 4.0, 12.0), "fp16": (2.0, 2.0, 16.0),
                          "fp32": (4.0, 4.0, 8.0)}[precision]
+    if precision in ("bf16", "fp8"):
+        grad = 2.0 if main_grads == "bf16" else grad
+        opt -= 4.0 if optimizer_states == "bf16" else 0.0  # two moments of 2 bytes, not 4
     return weight, grad, opt / dp if sharding == "distributed_optimizer" else opt
 
 
@@ -172,8 +178,9 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     if last:  # a tied output layer keeps its own copy of the word embeddings on the last stage
         output = params.output or (0 if first else shape.vocab_size * shape.hidden_size)
         stage_dense += (output + params.final_norm) / layout.tp
-    dense_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.state_shards)
-    expert_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.expert_dp) \
+    kept = (layout.optimizer_states, layout.main_grads)
+    dense_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.state_shards, *kept)
+    expert_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.expert_dp, *kept) \
         if shape.num_experts else dense_bytes  # (a dense model's MLPs count as its one "expert")
     # (weights, gradients, optimizer) of the stage's parameters, each part by its own sharding
     weights, grads, opts = (stage_dense * d + stage_expert * e for d, e in zip(dense_bytes, expert_bytes,

@@ -84,7 +84,8 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
     (HSDP's shard group, offload, precision from the spec)."""
     p = spec.parallelism
     return Layout(**sizes, recompute=recompute, flash_attention=spec.training.flash_attention,
-                  precision=spec.training.precision,
+                  precision=spec.training.precision, optimizer_states=spec.training.optimizer_states,
+                  main_grads=spec.training.main_grads,
                   sharding=sharding_of(spec.framework, distributed_optimizer, zero_stage),
                   framework=spec.framework, offload=p.zero_offload,
                   shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None,

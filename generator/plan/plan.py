@@ -397,6 +397,8 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "sequence_parallel": (p.sequence_parallel, "parallelism.sequence_parallel"),
         "zero_stage": (p.zero_stage, "parallelism.zero_stage"),
         "distributed_optimizer": (p.distributed_optimizer, "parallelism.distributed_optimizer"),
+        "optimizer_states": (t.optimizer_states, "training.optimizer_states"),
+        "main_grads": (t.main_grads, "training.main_grads"),
         "zero_offload": (p.zero_offload, "parallelism.zero_offload"),
         "hybrid_shard": (p.hybrid_shard, "parallelism.hybrid_shard"),
         "launcher": (spec.launch.launcher, "launch.launcher"),

@@ -333,3 +333,28 @@ def schedule_contradiction(warmup_iters: int | None = None, train_iters: int | N
         return (f"warmup of {warmup_iters} iterations is not shorter than the run of {train_iters} "
                 "iterations; use a warmup of 1-5% of the run")
     return None
+
+
+@rule("GL224", "precision-aware-optimizer-requirements",
+      "bf16 optimizer states or main gradients need Megatron-LM's distributed optimizer.")
+def precision_aware_optimizer(optimizer_states: str, main_grads: str, framework: str,
+                              distributed_optimizer: bool | None = None) -> str | None:
+    """training.optimizer_states / main_grads bf16 are Megatron-LM's precision-aware optimizer
+    (--use-precision-aware-optimizer with --exp-avg-dtype, --exp-avg-sq-dtype, --main-grads-dtype;
+    Transformer Engine's FusedAdam), which megatron-core accepts only with the distributed
+    optimizer (OptimizerConfig: "--use-precision-aware-optimizer only supported with distributed
+    optimizer"); DeepSpeed and FSDP keep fp32 optimizer state here. Fix: set
+    parallelism.distributed_optimizer: true, or keep them fp32.
+
+    Example: training.optimizer_states bf16 without the distributed optimizer."""
+    given = [f"{name} bf16" for name, value in (("training.optimizer_states", optimizer_states),
+                                                 ("training.main_grads", main_grads)) if value == "bf16"]
+    if not given:
+        return None
+    if framework != "megatron-lm":
+        return (f"{' and '.join(given)}: Megatron-LM's precision-aware optimizer, not {framework}'s; "
+                "keep them fp32")
+    if distributed_optimizer:
+        return None
+    return (f"{' and '.join(given)} need the distributed optimizer (megatron-core: precision-aware optimizer "
+            "only supported with distributed optimizer); set parallelism.distributed_optimizer: true")

@@ -186,6 +186,8 @@ class Training:
     lr_scaling: LRScaling | None = None
     target_loss: float | None = None
     wsd_decay: Fraction = Fraction(1, 10)
+    optimizer_states: str = "fp32"  # Adam's moments (Megatron's precision-aware optimizer: bf16)
+    main_grads: str = "fp32"
 
 
 @dataclass(frozen=True)
@@ -429,6 +431,7 @@ def build_spec(doc: Document) -> Spec:
             lr_scaling=LRScaling(**t["lr_scaling"]) if t.get("lr_scaling") else None,
             target_loss=t["target_loss"],
             wsd_decay=parse_fraction(t["wsd_decay"], "$.training.wsd_decay"),
+            optimizer_states=t["optimizer_states"], main_grads=t["main_grads"],
         ),
         launch=Launch(
             launcher=data["launch"]["launcher"],
