@@ -141,9 +141,9 @@ def _largest_fitting_micro(plan: Plan) -> int | None:
     from dataclasses import replace
 
     from generator.estimate.memory import estimate_memory
-    from generator.estimate.plan import layout_of, shape_of
+    from generator.estimate.plan import layout_of, shape_of, usable_memory_gib
 
-    capacity = plan.gpu["memory_gib"]
+    capacity = usable_memory_gib(plan.spec, plan.gpu)
     if capacity is None:
         return None
     per_rank = plan.global_batch_size // plan.dp

@@ -302,3 +302,26 @@ def test_one_parallel_layout_among_many_fitting_candidates_is_said_so(tmp_path: 
     text = why_best(result.ranked, result.fitting)
     assert "is the only parallel layout that fits; the other" in text
     assert f"{result.fitting - 1:,} candidates that fit are it with another micro batch" in text
+
+
+def test_plan_picks_no_layout_above_the_memory_headroom(tmp_path) -> None:
+    """cluster.memory_headroom_gib keeps memory free of every fit: the search's layouts all
+    fit in the GPU's memory less it, and some that fit without it no longer do."""
+    import yaml
+
+    from generator.autoplan import run_search
+    from generator.estimate.memory import GIB
+    from generator.spec.model import load_document
+
+    data = spec_dict(model={"preset": "llama3-8b", "num_layers": None, "hidden_size": None,
+                            "num_attention_heads": None, "vocab_size": None, "seq_length": None},
+                     parallelism={"tp": "auto", "pp": "auto"},
+                     batch={"micro_batch_size": "auto", "gradient_accumulation_steps": None, "global_batch_size": 256})
+    results = {}
+    for headroom in (0, 30):
+        path = tmp_path / f"h{headroom}.yaml"
+        path.write_text(yaml.safe_dump({**data, "cluster": {**data["cluster"], "memory_headroom_gib": headroom}}))
+        results[headroom] = run_search(load_document(path, str(path)), keep=1000)[2]
+    assert results[30].fitting < results[0].fitting
+    assert all(c.memory.total / GIB <= 79.6 - 30 for c in results[30].ranked)
+    assert any(c.memory.total / GIB > 79.6 - 30 for c in results[0].ranked)

@@ -16,7 +16,7 @@ from generator.autoplan.space import expressible, virtual_stages
 from generator.estimate.memory import Memory, estimate_memory
 from generator.estimate.params import Shape
 from generator.estimate.performance import Performance, estimate_performance
-from generator.estimate.plan import hardware_of, spec_layout
+from generator.estimate.plan import hardware_of, spec_layout, usable_memory_gib
 from generator.plan.batch import solve_batch
 from generator.plan.plan import PlanError, batch_facts, resolve, spec_facts
 from generator.rules import RULES, Fact, Finding
@@ -143,7 +143,7 @@ def search(spec, choices: dict[str, list], keep: int = 10) -> Search:
     start = time.perf_counter()
     out = Search()
     gpu = _gpu(spec.cluster.gpu)
-    capacity = gpu["memory_gib"]
+    capacity = usable_memory_gib(spec, gpu)
     hardware = hardware_of(gpu, spec.training.precision, spec.cluster.gpus_per_node)
     megatron = spec.framework.startswith("megatron")
     shapes: dict[int, Shape] = {}  # by tp: Megatron pads the vocabulary for it

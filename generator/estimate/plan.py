@@ -119,10 +119,17 @@ def shape_of(plan) -> Shape:
     return Shape.of(plan.model, plan.padded_vocab_size)
 
 
+def usable_memory_gib(spec, gpu: dict) -> float | None:
+    """The memory a layout's estimate must fit in: the GPU's, less cluster.memory_headroom_gib
+    (one definition for generate's warning, explain and the layout search)."""
+    capacity = gpu["memory_gib"]
+    return None if capacity is None else capacity - spec.cluster.memory_headroom_gib
+
+
 def estimate_plan(plan) -> Estimate:
     shape = shape_of(plan)
     layout = layout_of(plan)
-    capacity = plan.gpu["memory_gib"]
+    capacity = usable_memory_gib(plan.spec, plan.gpu)
     memory = estimate_memory(shape, layout, capacity)
     others: tuple = ()
     if memory.fits is False:

@@ -577,8 +577,11 @@ def _memory_warnings(plan: Plan, estimate, facts: dict[str, Fact]) -> tuple[Find
     changes = ", ".join(f"{label} → {alt.total / GIB:.1f} GiB" for label, alt in estimate.alternatives)
     if changes:
         advice += f"; try {changes}"
+    headroom = plan.spec.cluster.memory_headroom_gib
     values = {"memory_total_gib": Fact(m.total / GIB, facts["micro_batch_size"].source),
-              "memory_capacity_gib": Fact(m.capacity / GIB, plan.spec.where("cluster.gpu")),
+              "memory_capacity_gib": Fact(m.capacity / GIB, plan.spec.where(
+                  "cluster.memory_headroom_gib" if headroom else "cluster.gpu")),
+              "memory_headroom_gib": Fact(headroom or None, plan.spec.where("cluster.memory_headroom_gib")),
               "memory_advice": Fact(advice, DERIVED)}
     if not plan.spec.cluster.allow_oversize:
         far = RULES["GL024"].run(values)

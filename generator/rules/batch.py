@@ -233,7 +233,7 @@ def tokens_unreachable(tokens_per_step_target: int, global_batch_size: int,
 @rule("GL020", "memory-does-not-fit",
       "The estimated memory of the most loaded GPU exceeds the GPU's capacity.", severity="warning")
 def memory_fit(memory_total_gib: float, memory_capacity_gib: float,
-               memory_advice: str | None = None) -> str | None:
+               memory_advice: str | None = None, memory_headroom_gib: float | None = None) -> str | None:
     """Weights, gradients, optimizer states, activations of the first pipeline stage (which holds
     p micro-batches in flight) and an allowance, against the GPU preset's memory (gen-launch
     explain shows the breakdown). An estimate, so a warning; generate --strict makes it fail.
@@ -243,8 +243,9 @@ def memory_fit(memory_total_gib: float, memory_capacity_gib: float,
     Example: GPT-3 175B with tp 8, pp 1 on A100-80GB: the weights alone need 40 GiB per GPU."""
     if memory_total_gib <= memory_capacity_gib:
         return None
+    kept = f" (its memory less memory_headroom_gib {memory_headroom_gib:g})" if memory_headroom_gib else ""
     return (f"estimated {memory_total_gib:.1f} GiB per GPU exceeds the {memory_capacity_gib:.0f} GiB "
-            f"of the GPU" + (f"; {memory_advice}" if memory_advice else ""))
+            f"of the GPU{kept}" + (f"; {memory_advice}" if memory_advice else ""))
 
 
 OVERSIZE = 1.5  # beyond this multiple of the GPU's memory an estimate is refused (GL024)

@@ -31,6 +31,7 @@ class Cluster:
     gpus_per_node: int
     gpu: str
     allow_oversize: bool = False  # write the files even beyond 1.5× the GPU's memory (GL024)
+    memory_headroom_gib: float = 0.0  # kept free of the estimate: fits are judged without it
 
 
 @dataclass(frozen=True)
