@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# auto-plan's cache of choices (generator/autoplan/cache.py): the session's own, not the user's
+os.environ.setdefault("GEN_LAUNCH_CACHE", tempfile.mkdtemp(prefix="gen-launch-cache-"))
 SAMPLES = sorted((ROOT / "samples").glob("*.yaml"))
 
 

@@ -325,3 +325,34 @@ def test_plan_picks_no_layout_above_the_memory_headroom(tmp_path) -> None:
     assert results[30].fitting < results[0].fitting
     assert all(c.memory.total / GIB <= 79.6 - 30 for c in results[30].ranked)
     assert any(c.memory.total / GIB > 79.6 - 30 for c in results[0].ranked)
+
+
+def test_the_choice_is_cached_by_spec_and_read_back_without_searching(tmp_path, monkeypatch) -> None:
+    """generate / --check / explain of a spec searched before read auto-plan's choice from the
+    cache: the same plan, no search; another spec searches anew; a damaged file is ignored."""
+    import yaml
+
+    import generator.autoplan.search as search_module
+    from generator.plan.plan import resolve
+    from generator.spec.model import load_spec
+
+    monkeypatch.setenv("GEN_LAUNCH_CACHE", str(tmp_path / "cache"))
+    searches = []
+    real = search_module.search
+    monkeypatch.setattr(search_module, "search", lambda *a, **k: searches.append(1) or real(*a, **k))
+    data = spec_dict(parallelism={"tp": "auto", "pp": "auto"})
+    path = tmp_path / "auto.yaml"
+    path.write_text(yaml.safe_dump(data))
+    first = resolve(load_spec(path))
+    again = resolve(load_spec(path))
+    assert len(searches) == 1
+    assert (again.tp, again.pp, again.spec.auto) == (first.tp, first.pp, first.spec.auto)
+    path.write_text(yaml.safe_dump({**data, "batch": {"micro_batch_size": 1, "gradient_accumulation_steps": 8}}))
+    resolve(load_spec(path))
+    assert len(searches) == 2  # another spec
+    for cached in (tmp_path / "cache").glob("*.json"):
+        cached.write_text("{not json")
+    resolve(load_spec(path))
+    assert len(searches) == 3  # a damaged entry is searched again (and rewritten)
+    resolve(load_spec(path))
+    assert len(searches) == 3

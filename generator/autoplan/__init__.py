@@ -47,7 +47,25 @@ def run_search(doc: Document, keep: int = 10) -> tuple[Any, dict[str, Any], Sear
 
 
 def choose(doc: Document) -> tuple[Document, AutoPlan]:
-    """``doc`` with its auto fields set to the best layout; UserError when nothing fits."""
+    """``doc`` with its auto fields set to the best layout; UserError when nothing fits. A
+    choice made before for the same spec and code is read from the cache (cache.py)."""
+    from generator.autoplan import cache
+
+    name = cache.key(doc.data)
+    kept = cache.load(name)
+    if kept is not None and set(kept.get("values", {})) >= set(searched(doc.data)):
+        record = kept["record"]
+        record = AutoPlan(tuple(record["fields"]), record["chosen"], record["evaluated"], record["fitting"],
+                          record["runner_up"], record["why"])
+        return _with(doc, kept["values"]), record
+    found, record = _search_and_choose(doc)
+    cache.store(name, {"values": record.chosen, "record": {
+        "fields": list(record.fields), "chosen": record.chosen, "evaluated": record.evaluated,
+        "fitting": record.fitting, "runner_up": record.runner_up, "why": record.why}})
+    return found, record
+
+
+def _search_and_choose(doc: Document) -> tuple[Document, AutoPlan]:
     from generator.autoplan.report import nothing_fits, why_best
 
     template, given, result = run_search(doc, keep=2)
