@@ -356,3 +356,27 @@ def test_the_choice_is_cached_by_spec_and_read_back_without_searching(tmp_path, 
     assert len(searches) == 3  # a damaged entry is searched again (and rewritten)
     resolve(load_spec(path))
     assert len(searches) == 3
+
+
+def test_a_long_search_reports_its_progress(monkeypatch) -> None:
+    """Past PROGRESS_AFTER_S the search reports the candidates it has evaluated, and once more
+    when it is done; a quick search says nothing."""
+    import generator.autoplan.search as search_module
+    from generator.autoplan import run_search
+    from generator.spec.model import load_document
+
+    from .conftest import ROOT
+
+    doc = load_document(ROOT / "samples" / "llama3.1-405b-auto.yaml")
+    calls: list[tuple[int, bool]] = []
+    real = search_module.search
+    monkeypatch.setattr(search_module, "search", lambda *a, **k: real(
+        *a, **k, progress=lambda n, s, done: calls.append((n, done))))
+    monkeypatch.setattr(search_module, "PROGRESS_AFTER_S", 0.0)
+    result = run_search(doc, keep=1)[2]
+    assert calls and calls[-1] == (result.evaluated, True) and all(not d for _, d in calls[:-1])
+    assert [n for n, _ in calls[:-1]] == sorted(n for n, _ in calls[:-1])
+    calls.clear()
+    monkeypatch.setattr(search_module, "PROGRESS_AFTER_S", 3600.0)
+    run_search(doc, keep=1)
+    assert calls == []

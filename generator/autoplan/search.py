@@ -137,10 +137,25 @@ class _Rules:
         return None
 
 
-def search(spec, choices: dict[str, list], keep: int = 10) -> Search:
+PROGRESS_AFTER_S = 1.0  # a search that takes longer says how far it is
+
+
+def _terminal_progress(evaluated: int, seconds: float, done: bool) -> None:
+    """On a terminal, one line that counts the candidates (stderr; nothing in logs or pipes)."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return
+    sys.stderr.write(f"\rauto-plan: {evaluated:,} candidates in {seconds:.1f} s" + ("\n" if done else ""))
+    sys.stderr.flush()
+
+
+def search(spec, choices: dict[str, list], keep: int = 10, progress=_terminal_progress) -> Search:
     """Rank every layout of ``choices`` (from space.domains) for the template ``spec``; the
-    best ``keep`` that the calculator resolves are in ``ranked``."""
+    best ``keep`` that the calculator resolves are in ``ranked``. A search longer than
+    PROGRESS_AFTER_S reports ``progress(evaluated, seconds, done)`` every 2,000 candidates."""
     start = time.perf_counter()
+    reported = False
     out = Search()
     gpu = _gpu(spec.cluster.gpu)
     capacity = usable_memory_gib(spec, gpu)
@@ -159,11 +174,16 @@ def search(spec, choices: dict[str, list], keep: int = 10) -> Search:
                 shapes[tp] = Shape.of(spec.model, spec.model.padded_vocab_size(tp) if megatron else None)
             candidate = _estimate(spec, shapes[tp], v, recompute, capacity, hardware)
             out.evaluated += 1
+            if out.evaluated % 2000 == 0 and time.perf_counter() - start > PROGRESS_AFTER_S:
+                progress(out.evaluated, time.perf_counter() - start, False)
+                reported = True
             if out.smallest is None or candidate.memory.total < out.smallest.memory.total:
                 out.smallest = candidate
             if candidate.memory.fits is not False:
                 fitting.append(candidate)
     out.fitting = len(fitting)
+    if reported:
+        progress(out.evaluated, time.perf_counter() - start, True)
     fitting.sort(key=lambda x: (x.step_time, -x.headroom))
     seen: set[tuple] = set()
     for candidate in fitting:  # each parallel layout once, with its best micro batch and settings
