@@ -350,12 +350,13 @@ def test_the_choice_is_cached_by_spec_and_read_back_without_searching(tmp_path, 
     path.write_text(yaml.safe_dump({**data, "batch": {"micro_batch_size": 1, "gradient_accumulation_steps": 8}}))
     resolve(load_spec(path))
     assert len(searches) == 2  # another spec
-    for cached in (tmp_path / "cache").glob("*.json"):
-        cached.write_text("{not json")
+    for count, damage in enumerate(("{not json", "[1, 2]", '{"values": {}}'), start=3):
+        for cached in (tmp_path / "cache").glob("*.json"):
+            cached.write_text(damage)
+        resolve(load_spec(path))
+        assert len(searches) == count  # a damaged entry is searched again (and rewritten)
     resolve(load_spec(path))
-    assert len(searches) == 3  # a damaged entry is searched again (and rewritten)
-    resolve(load_spec(path))
-    assert len(searches) == 3
+    assert len(searches) == 5
 
 
 def test_a_long_search_reports_its_progress(monkeypatch) -> None:

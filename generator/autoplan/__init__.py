@@ -52,17 +52,27 @@ def choose(doc: Document) -> tuple[Document, AutoPlan]:
     from generator.autoplan import cache
 
     name = cache.key(doc.data)
-    kept = cache.load(name)
-    if kept is not None and set(kept.get("values", {})) >= set(searched(doc.data)):
-        record = kept["record"]
-        record = AutoPlan(tuple(record["fields"]), record["chosen"], record["evaluated"], record["fitting"],
-                          record["runner_up"], record["why"])
-        return _with(doc, kept["values"]), record
+    kept = _cached(cache.load(name), doc)
+    if kept is not None:
+        return kept
     found, record = _search_and_choose(doc)
     cache.store(name, {"values": record.chosen, "record": {
         "fields": list(record.fields), "chosen": record.chosen, "evaluated": record.evaluated,
         "fitting": record.fitting, "runner_up": record.runner_up, "why": record.why}})
     return found, record
+
+
+def _cached(entry: Any, doc: Document) -> tuple[Document, AutoPlan] | None:
+    """A cache entry as the choice it records; None for one that is not whole (then search)."""
+    try:
+        values, record = entry["values"], entry["record"]
+        if not set(values) >= set(searched(doc.data)):
+            return None
+        plan = AutoPlan(tuple(record["fields"]), dict(record["chosen"]), int(record["evaluated"]),
+                        int(record["fitting"]), record["runner_up"], str(record["why"]))
+        return _with(doc, dict(values)), plan
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def _search_and_choose(doc: Document) -> tuple[Document, AutoPlan]:
