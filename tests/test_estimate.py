@@ -4,6 +4,7 @@ explain, plan.json and generate."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -349,3 +350,27 @@ def test_bf16_optimizer_states_and_main_grads_are_counted_in_two_bytes(tmp_path:
     assert states.optimizer == pytest.approx(plain.optimizer * 8 / 12)
     assert both.gradients == pytest.approx(plain.gradients / 2) and states.gradients == plain.gradients
     assert state_bytes_per_param("bf16", "distributed_optimizer", 8, "bf16", "bf16") == (2.0, 2.0, 1.0)
+
+
+def test_moe_dispatch_is_an_all_to_all_among_the_expert_parallel_ranks(tmp_path: Path) -> None:
+    """Each MoE layer sends every token's hidden state to its top-k experts and back, forward and
+    backward: b·s/cp (÷ tp with sequence parallelism) × k × h × 2 bytes × (ep−1)/ep, four times,
+    per MoE layer and micro-batch; none for a dense model or without expert parallelism, more with
+    a larger top-k, and slower once tp × ep leaves the node."""
+    from generator.estimate.performance import Hardware, moe_dispatch_seconds
+    from generator.estimate.plan import layout_of, shape_of
+
+    model = {"num_layers": 8, "hidden_size": 2048, "num_attention_heads": 16, "vocab_size": 32000,
+             "seq_length": 4096, "num_experts": 16, "moe_top_k": 2, "ffn_hidden_size": 8192}
+    plan = plan_of(tmp_path, spec_dict(
+        model=model, cluster={"nodes": 4, "gpus_per_node": 8, "gpu": "h100-80gb"},
+        parallelism={"tp": 1, "pp": 1, "ep": 8, "distributed_optimizer": True},
+        batch={"micro_batch_size": 1, "gradient_accumulation_steps": None, "global_batch_size": 32}))
+    shape, layout = shape_of(plan), layout_of(plan)
+    hw = Hardware(989, 0.6, 3.35, 450, 50, 8)
+    expected = 4 * 2 * 4096 * 2 * 2048 * 7 / 8 * 8 / 450e9
+    assert moe_dispatch_seconds(shape, layout, hw, 2) == pytest.approx(expected)
+    assert moe_dispatch_seconds(shape, layout, hw, 4) == pytest.approx(2 * expected)
+    assert moe_dispatch_seconds(shape, replace(layout, ep=1), hw, 2) == 0.0
+    assert moe_dispatch_seconds(shape, replace(layout, tp=2), hw, 2) == pytest.approx(expected * 450 / 50)
+    assert plan.estimate().performance.moe_comm_s == pytest.approx(expected * plan.gradient_accumulation_steps)

@@ -14,7 +14,7 @@ _COLUMNS = ("#", "tp", "pp", "cp", "ep", "vpp", "dp", "micro", "acc", "sharding"
 _PARTS = (("compute_s", "compute"), ("memory_s", "memory-bound work"), ("bubble_s", "pipeline bubble"),
           ("tp_comm_s", "tensor-parallel comm"), ("cp_comm_s", "context-parallel comm"),
           ("dp_comm_s", "data-parallel comm"), ("pp_comm_s", "pipeline p2p"),
-          ("zero3_gather_s", "ZeRO-3 gathers"))
+          ("zero3_gather_s", "ZeRO-3 gathers"), ("moe_comm_s", "MoE all-to-all"))
 
 
 def layout_text(c: Candidate) -> str:

@@ -44,6 +44,7 @@ class Performance:
     tokens_per_step: int
     gpus: int
     peak_tflops: float
+    moe_comm_s: float = 0.0  # MoE token dispatch and combine among the ep ranks (all-to-all)
 
     @property
     def tokens_per_s(self) -> float:
@@ -198,9 +199,29 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
             link = hw.intranode_gbps if layout.shard_dp else hw.internode_gbps
             gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
             zero3 = max(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
-    step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3
+    moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
+    step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
-                       pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops)
+                       pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops, moe_comm)
+
+
+def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None) -> float:
+    """Per micro-batch: an MoE layer sends each of its tokens' hidden states (16-bit) to their
+    top-k experts and the results back — dispatch and combine, forward and backward (and once
+    more forward with full recompute) — an all-to-all among the ep ranks, of which a rank keeps
+    1/ep; the tokens of a rank are b·s/cp, split over tp with sequence parallelism. Exposed (the
+    rendered files turn no dispatch overlap on); on NVLink while tp × ep fits in a node."""
+    if not shape.num_experts or layout.ep < 2:
+        return 0.0
+    tokens = layout.micro_batch_size * shape.seq_length / layout.cp
+    if layout.sequence_parallel:
+        tokens /= layout.tp
+    volume = 2 * tokens * (top_k or 1) * shape.hidden_size * (layout.ep - 1) / layout.ep
+    exchanges = 6 if layout.recompute == "full" else 4
+    moe_share = (shape.num_layers - shape.moe_dense_layers) / shape.num_layers
+    moe_layers = slowest_stage_layers(shape, layout) * moe_share
+    link = hw.intranode_gbps if layout.tp * layout.ep <= hw.gpus_per_node else hw.internode_gbps
+    return exchanges * volume * moe_layers / (link * 1e9)
 
 
 def gpus_within(layout: Layout, extent: int, hw: Hardware) -> bool:
