@@ -374,3 +374,21 @@ def test_moe_dispatch_is_an_all_to_all_among_the_expert_parallel_ranks(tmp_path:
     assert moe_dispatch_seconds(shape, replace(layout, ep=1), hw, 2) == 0.0
     assert moe_dispatch_seconds(shape, replace(layout, tp=2), hw, 2) == pytest.approx(expected * 450 / 50)
     assert plan.estimate().performance.moe_comm_s == pytest.approx(expected * plan.gradient_accumulation_steps)
+
+
+def test_a_data_parallel_group_inside_one_node_communicates_over_nvlink(tmp_path: Path) -> None:
+    """FSDP on one node of 8 H100s gathers and reduces over NVLink (450 GB/s), not the inter-node
+    link (50 GB/s): without hybrid sharding the one-node job was costed as if it left the node."""
+    fsdp = {"framework": "fsdp", "parallelism": {"tp": 1, "pp": 1, "zero_stage": 3},
+            "batch": {"micro_batch_size": 1, "gradient_accumulation_steps": None, "global_batch_size": 64}}
+
+    def performance(nodes: int):
+        data = spec_dict(**fsdp, cluster={"nodes": nodes, "gpus_per_node": 8, "gpu": "h100-80gb"})
+        return plan_of(tmp_path, data, f"n{nodes}.yaml").estimate().performance
+
+    one, two = performance(1), performance(2)
+    hybrid = plan_of(tmp_path, spec_dict(**{**fsdp, "parallelism": {**fsdp["parallelism"], "hybrid_shard": True}},
+                                         cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "h100-80gb"}),
+                     "hybrid.yaml").estimate().performance
+    assert one.zero3_gather_s == pytest.approx(hybrid.zero3_gather_s)  # the same NVLink gathers
+    assert one.zero3_gather_s < two.zero3_gather_s / 4

@@ -191,12 +191,15 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         # a ring all-reduce moves 2Ψ per GPU; ZeRO-3 reduce-scatters the gradients (Ψ) and
         # all-gathers the 16-bit parameters for every micro-batch's forward and backward (2mΨ)
         volume = (1 if layout.sharding == "zero3" else 2) * reduced * 2
-        dp_total = volume / (hw.internode_gbps * 1e9)
+        # the data-parallel ranks follow tp × cp in the rank order: a group that fits in one
+        # node (a single-node job) reduces over NVLink, any other over the inter-node link
+        within = gpus_within(layout, layout.dp, hw)
+        dp_total = volume / ((hw.intranode_gbps if within else hw.internode_gbps) * 1e9)
         backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
         dp_comm = max(dp_total - backward, dp_total / shape.num_layers) if layout.overlap_grad_reduce \
             else dp_total
-        if layout.sharding == "zero3":  # hybrid sharding gathers within the node
-            link = hw.intranode_gbps if layout.shard_dp else hw.internode_gbps
+        if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
+            link = hw.intranode_gbps if layout.shard_dp or within else hw.internode_gbps
             gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
             zero3 = max(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
     moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
