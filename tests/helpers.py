@@ -24,15 +24,22 @@ BASE: dict[str, Any] = {
 
 
 def spec_dict(**overrides: Any) -> dict[str, Any]:
-    """BASE with ``section={...}`` overrides merged in (None removes a key)."""
-    data = copy.deepcopy(BASE)
-    for section, value in overrides.items():
+    """BASE with ``section={...}`` overrides merged in (see overlay)."""
+    return overlay(copy.deepcopy(BASE), overrides)
+
+
+def overlay(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``{section: {...}}`` overrides merged in, key by key (a key given None is
+    removed, a section given None too); the overrides are copied, never shared."""
+    for section, value in copy.deepcopy(overrides).items():
         if isinstance(value, dict) and isinstance(data.get(section), dict):
             for key, item in value.items():
                 if item is None:
                     data[section].pop(key, None)
                 else:
                     data[section][key] = item
+        elif value is None:
+            data.pop(section, None)
         else:
             data[section] = value
     return data

@@ -136,8 +136,9 @@ def result_of(output: Path) -> dict:
     return json.loads(found[-1])
 
 
-def variant(tmp_path: Path, name: str, **changes) -> Path:
-    data = yaml.safe_load((ROOT / "samples" / "cpu-tiny.yaml").read_text())
+def variant(tmp_path: Path, name: str, base: Path = ROOT / "samples" / "cpu-tiny.yaml", **changes) -> Path:
+    """``base`` (the cpu sample) renamed, with ``section={...}`` changes merged in."""
+    data = yaml.safe_load(base.read_text())
     data["name"] = name
     for section, values in changes.items():
         if isinstance(values, dict):
@@ -145,16 +146,6 @@ def variant(tmp_path: Path, name: str, **changes) -> Path:
         else:
             data[section] = values
     path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def _renamed(spec: Path, folder: Path, name: str, **changes) -> Path:
-    data = yaml.safe_load(spec.read_text())
-    data["name"] = name
-    for section, values in changes.items():
-        data.setdefault(section, {}).update(values)
-    path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
 
@@ -181,10 +172,10 @@ def jobs(slurm, tmp_path_factory: pytest.TempPathFactory) -> dict:
     }
     srun_style = specs["cpu-srun"]
     specs["cpu-preflight"] = variant(work, "cpu-preflight", slurm={"preflight": True})
-    specs["cpu-srun-preflight"] = _renamed(srun_style, work, "cpu-srun-preflight", slurm={"preflight": True},
+    specs["cpu-srun-preflight"] = variant(work, "cpu-srun-preflight", srun_style, slurm={"preflight": True},
                                            checkpoint={"dir": str(work / "ckpt")})
     (work / "not-a-folder").write_text("")  # where the checkpoint folder should be: a file
-    specs["cpu-preflight-fails"] = _renamed(srun_style, work, "cpu-preflight-fails", slurm={"preflight": True},
+    specs["cpu-preflight-fails"] = variant(work, "cpu-preflight-fails", srun_style, slurm={"preflight": True},
                                             checkpoint={"dir": str(work / "not-a-folder" / "ckpt")})
     plans, submitted = {}, {}
     for name, spec in specs.items():
