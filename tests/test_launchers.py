@@ -201,3 +201,11 @@ def test_the_preflight_uses_the_accelerators_own_backend(tmp_path, gpu: str, bac
     sbatch = files["launch.sbatch"]
     assert sbatch.index('"${GEN_LAUNCH_DIR}/preflight.py"') < sbatch.rindex("torchrun \\")
     assert "preflight.py" not in render_all(plan_of(tmp_path, spec_dict(), "plain.yaml"))
+
+
+@pytest.mark.parametrize(("mounts", "warned"), [(None, True), (["/data:/data"], True), (["/lustre:/lustre"], False)])
+def test_a_checkpoint_folder_outside_every_container_mount_is_a_warning(tmp_path, mounts, warned) -> None:
+    slurm = {"container_image": "nvcr.io#nvidia/pytorch:25.01-py3", **({"container_mounts": mounts} if mounts else {})}
+    plan = plan_of(tmp_path, spec_dict(slurm=slurm, checkpoint={"dir": "/lustre/ckpt/run"}))
+    codes = [w.code for w in plan.warnings]
+    assert ("GL315" in codes) == warned, plan.warnings

@@ -421,6 +421,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         values[key] = (getattr(m, key), f"model.{key}")
     for key in ("container_image", "container_mounts", "container_workdir", "output", "error"):
         values[key] = (getattr(spec.slurm, key) or None, f"slurm.{key}")
+    values["checkpoint_dir"] = (spec.checkpoint.dir, "checkpoint.dir")  # GL311, GL315
     return {k: Fact(v, spec.where(where)) for k, (v, where) in values.items()}
 
 
@@ -540,15 +541,12 @@ def _resumes_at_the_limit(plan: Plan, estimate) -> bool:
 
 
 def _time_limit(plan: Plan, estimate) -> tuple[int | None, tuple[Finding, ...]]:
-    """The run against its Slurm time limit (GL309-GL311), and the minutes after which a run
+    """The run against its Slurm time limit (GL309, GL310), and the minutes after which a run
     longer than one allocation exits and saves (Megatron's --exit-duration-in-mins; with
     checkpoint.dir the next allocation resumes there)."""
     limit = slurm_minutes(plan.spec.slurm.time)
     ckpt = plan.spec.checkpoint
-    slurm = plan.spec.slurm
-    facts = {"checkpoint_dir": Fact(ckpt.dir, plan.spec.where("checkpoint.dir")),
-             "container_image": Fact(slurm.container_image, plan.spec.where("slurm.container_image")),
-             "container_mounts": Fact(slurm.container_mounts, plan.spec.where("slurm.container_mounts"))}
+    facts = {"checkpoint_dir": Fact(ckpt.dir, plan.spec.where("checkpoint.dir"))}
     exit_minutes = None
     perf = estimate.performance
     if limit is not None and perf is not None:
@@ -559,7 +557,7 @@ def _time_limit(plan: Plan, estimate) -> tuple[int | None, tuple[Finding, ...]]:
         facts.update(time)
         if ckpt.dir is not None and estimate.train_seconds > limit * 60 and plan.dialect is not None:
             exit_minutes = max(1, limit - exit_margin_minutes(limit, perf.step_time_s))
-    findings = (RULES[code].run(facts) for code in ("GL309", "GL310", "GL311", "GL315"))
+    findings = (RULES[code].run(facts) for code in ("GL309", "GL310"))
     return exit_minutes, tuple(f for f in findings if f is not None)
 
 

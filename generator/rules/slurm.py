@@ -162,7 +162,7 @@ def beyond_partition(slurm_time: str, partition_max_time: str) -> str | None:
 @rule("GL315", "checkpoint-not-mounted-in-container",
       "The checkpoint folder is not mounted into the container.", severity="warning")
 def checkpoint_not_mounted(checkpoint_dir: str, container_image: str,
-                           container_mounts: tuple[str, ...] = ()) -> str | None:
+                           container_mounts: tuple[str, ...] | None = None) -> str | None:
     """In a pyxis container, a folder that no --container-mounts entry brings in is the
     container's own: checkpoints written there vanish with the container when the job ends, and
     the next job resumes from nothing (the preflight's write test passes there too). Fix: mount
@@ -173,7 +173,7 @@ def checkpoint_not_mounted(checkpoint_dir: str, container_image: str,
     text = str(checkpoint_dir)
     if "${" in text or not text.startswith("/"):
         return None  # known at run time only, or relative to the container's workdir
-    targets = [m.split(":")[1] if ":" in m else m for m in container_mounts]
+    targets = [m.split(":")[1] if ":" in m else m for m in container_mounts or ()]
     if any(text == t or text.startswith(t.rstrip("/") + "/") for t in targets):
         return None
     listed = ", ".join(targets) or "none"
