@@ -419,10 +419,7 @@ def _schedule(old, new, out: list[Change]) -> None:
         return
     follows = sn.get("follows")
     in_iterations = new["schedule"]["megatron_counts_in"] == "iterations"
-    bloom = _dialect(new) == "megatron-deepspeed/bigscience"
-    flag = {"checkpoint": "--use-checkpoint-lr-scheduler" if bloom else
-            "--use-checkpoint-opt_param-scheduler",
-            "spec": "--override-lr-scheduler" if bloom else "--override-opt_param-scheduler"}
+    flag = _schedule_flags(new)
     for key in differ:
         if follows == "checkpoint":
             verdict, why = "safe", (f"NEW keeps OLD's schedule ({flag['checkpoint']}): its own value "
@@ -438,6 +435,15 @@ def _schedule(old, new, out: list[Change]) -> None:
                           "" if verdict == "safe" else
                           f"set checkpoint.schedule: spec in NEW ({flag['spec']}: its schedule from the "
                           f"resumed sample on) or checkpoint ({flag['checkpoint']}: OLD's)"))
+
+
+def _schedule_flags(record: dict[str, Any]) -> dict[str, str]:
+    """{checkpoint.schedule value: the flag NEW's dialect writes for it} (from its table)."""
+    from generator.dialects import dialect
+
+    d = dialect(_dialect(record), (record.get("dialect") or {}).get("release"))
+    values = {"resume_schedule": "checkpoint", "override_schedule": "spec"}
+    return {values[e.value]: e.flag for e in d.entries if e.value in values}
 
 
 def _release(old, new, out: list[Change]) -> None:

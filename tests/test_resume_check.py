@@ -5,7 +5,6 @@ OptimizerParamScheduler loading the saved scheduler's state into the resuming ru
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from generator.resume import check
 from generator.spec.model import load_spec
 
 from .conftest import require_oracle
-from .helpers import spec_dict
+from .helpers import overlay, spec_dict
 from .oracle.megatron_scheduler import lr, megatron_flags, scheduler
 from .oracle.workers import ask
 from .test_framework_parsers import cases_of
@@ -37,19 +36,9 @@ GPT2_FILES = {"tokenizer": {"type": "GPT2BPETokenizer", "model": None, "vocab_fi
 
 
 def _merged(*parts: dict) -> dict:
-    data = spec_dict(**copy.deepcopy(RUN))
-    for part in copy.deepcopy(parts):
-        for section, value in part.items():
-            if isinstance(value, dict) and isinstance(data.get(section), dict):
-                for key, item in value.items():
-                    if item is None:
-                        data[section].pop(key, None)
-                    else:
-                        data[section][key] = item
-            elif value is None:
-                data.pop(section, None)
-            else:
-                data[section] = value
+    data = spec_dict(**RUN)
+    for part in parts:
+        overlay(data, part)
     return data
 
 
@@ -271,3 +260,12 @@ def test_a_spec_in_stages_names_its_stage_folders(tmp_path, capsys) -> None:
         entrypoint(["resume-check", str(ROOT / "samples" / "llama3-8b-progressive.yaml"), str(new)])
     assert exit_.value.code == 2
     assert "launch/llama3-8b-progressive/stage-1-" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("fork", "flag"), [(MICROSOFT, "--override-opt_param-scheduler"),
+                                            (BLOOM, "--override-lr-scheduler")])
+def test_the_schedule_flags_named_are_the_forks_own(tmp_path, fork: dict, flag: str) -> None:
+    old = _write(tmp_path, "old", _merged(fork))
+    new = _write(tmp_path, "new", _merged(fork, {"training": {"train_iters": 2000}}))
+    fixes = {c.fix for c in check(old, new).changes if c.verdict == "flags"}
+    assert fixes and all(flag in fix for fix in fixes), fixes
