@@ -63,6 +63,10 @@ def main() -> None:
             with open(args.result, "w", encoding="utf-8") as out:
                 json.dump(result, out)
     mismatches = check_against_plan(Path(args.deepspeed_config).parent / "plan.json", result)
+    # end the process group before exiting: a rank that exits with gloo's threads still running
+    # can abort in teardown ("terminate called without an active exception", seen once in CI)
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
     if mismatches:
         print(f"rank {engine.global_rank}: engine differs from the plan: {mismatches}", flush=True)
         sys.exit(1)
