@@ -1,8 +1,12 @@
 """Where the data folders live: inside the wheel (``generator/templates``) or beside the package
-in a source checkout or editable install (``templates/``), where hatchling does not map them."""
+in a source checkout or editable install (``templates/``), where hatchling does not map them;
+and the cache folder, where a run keeps what the next one can reuse (auto-plan's choices, the
+compiled templates, the parsed data files). A cache only ever saves time: one that cannot be
+read or written is ignored."""
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -18,10 +22,46 @@ def data_dir(name: str) -> Path:
     raise FileNotFoundError(f"gen-launch data folder {name!r} not found beside {_PACKAGE_DIR}")
 
 
+def cache_dir(part: str) -> Path:
+    """``$GEN_LAUNCH_CACHE/part`` (default: $XDG_CACHE_HOME/gen-launch, else ~/.cache/gen-launch)."""
+    given = os.environ.get("GEN_LAUNCH_CACHE")
+    if given:
+        return Path(given) / part
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gen-launch" / part
+
+
 @cache
 def read_yaml(path: Path):
     """A data file shipped in the package (presets, rule tables), read once, with libyaml's safe
-    loader where PyYAML has it (the same documents, ten times faster than the pure-Python one)."""
+    loader where PyYAML has it (the same documents, ten times faster than the pure-Python one).
+    The parsed document is kept in the cache, keyed by the file's text: the next run reads it
+    back (marshal, ~20× faster than parsing the YAML again)."""
+    import hashlib
+    import marshal
+
+    text = path.read_text(encoding="utf-8")
+    kept = cache_dir("data") / f"{path.stem}-{hashlib.sha1(text.encode()).hexdigest()}.marshal"
+    try:
+        return marshal.loads(kept.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
     import yaml
 
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    _keep(kept, data)
+    return data
+
+
+def _keep(path: Path, data) -> None:
+    """Write ``data`` to the cache file ``path``, whole or not at all (concurrent runs)."""
+    import marshal
+
+    try:
+        blob = marshal.dumps(data)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(blob)
+        temporary.replace(path)
+    except (OSError, ValueError):  # ValueError: a value marshal cannot write (a YAML date)
+        pass

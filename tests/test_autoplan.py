@@ -351,7 +351,7 @@ def test_the_choice_is_cached_by_spec_and_read_back_without_searching(tmp_path, 
     resolve(load_spec(path))
     assert len(searches) == 2  # another spec
     for count, damage in enumerate(("{not json", "[1, 2]", '{"values": {}}'), start=3):
-        for cached in (tmp_path / "cache").glob("*.json"):
+        for cached in (tmp_path / "cache" / "autoplan").glob("*.json"):
             cached.write_text(damage)
         resolve(load_spec(path))
         assert len(searches) == count  # a damaged entry is searched again (and rewritten)

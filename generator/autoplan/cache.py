@@ -2,7 +2,7 @@
 whose layout was searched before read the choice instead of searching again (the 405B search
 takes seconds). The key is the spec's searched content and the code that searches (every source
 file of the package), so another spec, release or checkout searches anew. Files are JSON under
-$GEN_LAUNCH_CACHE (default: $XDG_CACHE_HOME/gen-launch, else ~/.cache/gen-launch); one that
+$GEN_LAUNCH_CACHE/autoplan (generator.resources.cache_dir); one that
 cannot be read or written is ignored: the cache only ever saves time."""
 
 from __future__ import annotations
@@ -14,15 +14,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from generator.resources import cache_dir
+
 VERSION = 1  # of the file's layout
-
-
-def folder() -> Path:
-    given = os.environ.get("GEN_LAUNCH_CACHE")
-    if given:
-        return Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gen-launch"
 
 
 @cache
@@ -44,13 +38,13 @@ def key(data: dict[str, Any]) -> str:
 
 def load(name: str) -> dict[str, Any] | None:
     try:
-        return json.loads((folder() / f"{name}.json").read_text(encoding="utf-8"))
+        return json.loads((cache_dir("autoplan") / f"{name}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
 def store(name: str, entry: dict[str, Any]) -> None:
-    path = folder() / f"{name}.json"
+    path = cache_dir("autoplan") / f"{name}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(f".{os.getpid()}.tmp")

@@ -7,7 +7,9 @@ checked against the plan (readback.py) before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shlex
 from functools import cache
@@ -15,7 +17,7 @@ from typing import Any
 
 from generator import __version__
 from generator.plan.plan import Plan
-from generator.resources import data_dir
+from generator.resources import cache_dir, data_dir
 
 # target name -> (file name, template)
 ARTIFACTS = {
@@ -77,8 +79,22 @@ def _tojson(value: Any) -> str:
 def _environment():
     import jinja2
 
+    class CompiledTemplates(jinja2.FileSystemBytecodeCache):
+        """Jinja's compiled templates, kept in the cache folder (keyed by the template's text);
+        a folder that cannot be written leaves each run compiling its own."""
+
+        def load_bytecode(self, bucket) -> None:
+            with contextlib.suppress(OSError):
+                super().load_bytecode(bucket)
+
+        def dump_bytecode(self, bucket) -> None:
+            with contextlib.suppress(OSError):
+                os.makedirs(self.directory, exist_ok=True)
+                super().dump_bytecode(bucket)
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+        bytecode_cache=CompiledTemplates(str(cache_dir("templates"))),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,

@@ -1,0 +1,62 @@
+"""The cache folder only ever saves time: the parsed data files and the compiled templates a run
+keeps there give the same files as a run without them, and a damaged or unwritable cache is
+ignored (generator.resources.cache_dir, read_yaml; generator.render's template cache)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import ROOT
+
+SAMPLE = ROOT / "samples" / "seed-pretrain-256.yaml"
+
+
+def _generate(cache: Path, out: Path) -> dict[str, str]:
+    env = {**os.environ, "GEN_LAUNCH_CACHE": str(cache)}
+    proc = subprocess.run([sys.executable, "-m", "generator", "generate", str(SAMPLE), "--out", str(out), "-q"],
+                          env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    return {p.name: p.read_text() for p in sorted(out.iterdir())}
+
+
+def test_a_warm_cache_gives_the_files_a_cold_run_gives(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cold = _generate(cache, tmp_path / "cold")
+    kept = sorted(p.relative_to(cache).parts[0] for p in cache.rglob("*") if p.is_file())
+    assert kept.count("data") >= 5 and kept.count("templates") == 3, kept  # dialect tables, presets; 3 templates
+    assert _generate(cache, tmp_path / "warm") == cold
+
+
+def test_damaged_cache_files_are_read_again_from_the_source(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cold = _generate(cache, tmp_path / "cold")
+    for index, path in enumerate(p for p in cache.rglob("*") if p.is_file()):
+        path.write_bytes([b"", b"\x00garbage", b"{not marshal"][index % 3])
+    assert _generate(cache, tmp_path / "damaged") == cold
+
+
+def test_a_cache_path_that_is_a_file_is_ignored(tmp_path: Path) -> None:
+    """Nothing can be created below a plain file (unlike a read-only folder, also not by root)."""
+    cache = tmp_path / "cache"
+    cache.write_text("not a folder")
+    assert _generate(cache, tmp_path / "one") == _generate(tmp_path / "real", tmp_path / "two")
+
+
+def test_read_yaml_keeps_the_parsed_document_by_its_text(tmp_path: Path, monkeypatch) -> None:
+    """A changed data file is parsed anew (the key is its text), never read from the old entry."""
+    from generator import resources
+
+    monkeypatch.setenv("GEN_LAUNCH_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "table.yaml"
+    data.write_text("a: 1\nb: [x, y]\n")
+    assert resources.read_yaml.__wrapped__(data) == {"a": 1, "b": ["x", "y"]}
+    assert len(list((tmp_path / "cache" / "data").iterdir())) == 1
+    data.write_text("a: 2\n")
+    assert resources.read_yaml.__wrapped__(data) == {"a": 2}
+    data.write_text("when: 2024-01-01\n")  # a value marshal cannot keep: parsed, not kept
+    assert str(resources.read_yaml.__wrapped__(data)["when"]) == "2024-01-01"
+    assert len(list((tmp_path / "cache" / "data").iterdir())) == 2
