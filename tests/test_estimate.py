@@ -356,7 +356,7 @@ def test_moe_dispatch_is_an_all_to_all_among_the_expert_parallel_ranks(tmp_path:
     """Each MoE layer sends every token's hidden state to its top-k experts and back, forward and
     backward: b·s/cp (÷ tp with sequence parallelism) × k × h × 2 bytes × (ep−1)/ep, four times,
     per MoE layer and micro-batch; none for a dense model or without expert parallelism, more with
-    a larger top-k, and slower once tp × ep leaves the node."""
+    a larger top-k, and slower once etp × ep leaves the node."""
     from generator.estimate.performance import Hardware, moe_dispatch_seconds
     from generator.estimate.plan import layout_of, shape_of
 
@@ -372,8 +372,22 @@ def test_moe_dispatch_is_an_all_to_all_among_the_expert_parallel_ranks(tmp_path:
     assert moe_dispatch_seconds(shape, layout, hw, 2) == pytest.approx(expected)
     assert moe_dispatch_seconds(shape, layout, hw, 4) == pytest.approx(2 * expected)
     assert moe_dispatch_seconds(shape, replace(layout, ep=1), hw, 2) == 0.0
-    assert moe_dispatch_seconds(shape, replace(layout, tp=2), hw, 2) == pytest.approx(expected * 450 / 50)
+    # the expert-parallel group is etp × ep ranks wide: 16 leave the node of 8
+    assert moe_dispatch_seconds(shape, replace(layout, etp=2), hw, 2) == pytest.approx(expected * 450 / 50)
+    assert moe_dispatch_seconds(shape, replace(layout, tp=2), hw, 2) == pytest.approx(expected)
     assert plan.estimate().performance.moe_comm_s == pytest.approx(expected * plan.gradient_accumulation_steps)
+    # the all-gather dispatcher gathers all b·s tokens of the etp × ep group (and reduce-scatters
+    # back): ep / top-k = 4 times the all-to-all's volume here, whatever the top-k
+    assert layout.moe_dispatcher == "alltoall"
+    gathered = replace(layout, moe_dispatcher="allgather")
+    assert moe_dispatch_seconds(shape, gathered, hw, 2) == pytest.approx(4 * expected)
+    assert moe_dispatch_seconds(shape, gathered, hw, 4) == pytest.approx(4 * expected)
+    chosen = plan_of(tmp_path, spec_dict(
+        model={**model, "moe_token_dispatcher": "allgather"}, cluster={"nodes": 4, "gpus_per_node": 8, "gpu": "h100-80gb"},
+        parallelism={"tp": 1, "pp": 1, "ep": 8, "distributed_optimizer": True},
+        batch={"micro_batch_size": 1, "gradient_accumulation_steps": None, "global_batch_size": 32}), "ag.yaml")
+    assert layout_of(chosen).moe_dispatcher == "allgather"
+    assert chosen.estimate().performance.moe_comm_s == pytest.approx(4 * expected * plan.gradient_accumulation_steps)
 
 
 def test_a_data_parallel_group_inside_one_node_communicates_over_nvlink(tmp_path: Path) -> None:
@@ -392,3 +406,29 @@ def test_a_data_parallel_group_inside_one_node_communicates_over_nvlink(tmp_path
                      "hybrid.yaml").estimate().performance
     assert one.zero3_gather_s == pytest.approx(hybrid.zero3_gather_s)  # the same NVLink gathers
     assert one.zero3_gather_s < two.zero3_gather_s / 4
+
+
+def test_pipeline_sends_and_the_gradient_reduction_use_their_groups_links() -> None:
+    """Pipeline neighbours are tp·cp·dp ranks apart: with tp 1 and dp 8 each send leaves the node
+    (50 GB/s; the estimate counted tp·cp·pp = 2 ranks and kept it on NVLink), with tp 2 and dp 2
+    it stays (450 GB/s). The dense gradients are reduced over the dp × cp ranks ((dc − 1)/dc of
+    them): dp 2 × cp 2 reduces as dp 4 does."""
+    from generator.estimate.memory import Layout
+    from generator.estimate.performance import P2P_LATENCY_S, Hardware, estimate_performance
+
+    shape = Shape(8, 4096, 32, 8, 14336, 128256, 8192)
+    hw = Hardware(989, 0.6, 3.35, 450, 50, 8)
+
+    def per_send(layout: Layout) -> float:
+        sends = 2 * layout.num_microbatches * layout.vpp
+        return estimate_performance(shape, layout, hw, 64).pp_comm_s / sends - P2P_LATENCY_S
+
+    activations = 2 * 8192 * 4096  # bytes of one micro-batch's b·s·h 16-bit values
+    assert per_send(Layout(tp=1, pp=2, dp=8, num_microbatches=8)) == pytest.approx(activations / 50e9)
+    assert per_send(Layout(tp=2, pp=2, dp=2, num_microbatches=16)) == pytest.approx(activations / 2 / 450e9)
+
+    params = count_params(shape).total
+    plain = estimate_performance(shape, Layout(tp=8, dp=4, overlap_grad_reduce=False), hw, 64)
+    context = estimate_performance(shape, Layout(tp=8, dp=2, cp=2, overlap_grad_reduce=False), hw, 64)
+    assert plain.dp_comm_s == pytest.approx(2 * 2 * 3 / 4 * params / 8 / 50e9)
+    assert context.dp_comm_s == pytest.approx(plain.dp_comm_s)

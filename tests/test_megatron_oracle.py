@@ -171,3 +171,37 @@ def test_samples_build_a_transformer_config(transformer_config, sample: Path) ->
         num_layers_in_last_pipeline_stage=plan.spec.parallelism.last_stage_layers,
         pipeline_dtype=torch.bfloat16, bf16=plan.spec.training.precision == "bf16")
     assert config.kv_channels == m.hidden_size // m.num_attention_heads
+
+
+PLACEMENTS = [  # tp, cp, dp, pp, ep, etp, GPUs per node
+    (8, 1, 4, 2, 1, 8, 8), (2, 2, 2, 2, 1, 2, 8), (1, 1, 8, 2, 8, 1, 8), (4, 1, 2, 4, 2, 1, 8),
+    (2, 1, 3, 2, 1, 2, 8), (1, 1, 6, 1, 3, 1, 8), (2, 2, 4, 1, 4, 1, 16), (1, 4, 2, 2, 1, 1, 4),
+    (4, 2, 1, 8, 1, 4, 8), (1, 1, 16, 4, 4, 2, 8), (2, 1, 12, 1, 6, 2, 6),
+]
+
+
+@pytest.mark.parametrize("tp,cp,dp,pp,ep,etp,per_node", PLACEMENTS)
+def test_each_collective_is_placed_as_megatron_core_groups_its_ranks(tp, cp, dp, pp, ep, etp, per_node) -> None:
+    """Whether a group's collectives stay on NVLink is read from megatron-core's own rank groups
+    (parallel_state.RankGenerator, the default order tp-cp-ep-dp-pp; experts on their own grid):
+    a group is inside a node when all its ranks are. A pipeline's neighbours are tp·cp·dp ranks
+    apart (the estimate counted tp·cp·pp), the expert-parallel group is etp·ep wide (not tp·ep)."""
+    require_oracle("megatron.core")
+    from megatron.core.parallel_state import RankGenerator
+
+    from generator.estimate.memory import Layout
+    from generator.estimate.performance import in_node, rank_groups
+
+    world = tp * cp * dp * pp
+    layout = Layout(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, etp=etp)
+    dense = RankGenerator(tp=tp, ep=1, dp=dp, pp=pp, cp=cp, order="tp-cp-ep-dp-pp")
+    experts = RankGenerator(tp=etp, ep=ep, dp=world // (etp * ep * pp), pp=pp, cp=1, order="tp-cp-ep-dp-pp")
+    tokens = {"tp": (dense, "tp"), "cp": (dense, "cp"), "dp": (dense, "dp"), "dp_cp": (dense, "dp-cp"),
+              "pp": (dense, "pp"), "ep": (experts, "ep"), "tp_ep": (experts, "tp-ep"),
+              "expert_dp": (experts, "dp")}
+    assert set(tokens) == set(rank_groups(layout))
+    for group, (generator, token) in tokens.items():
+        ranks = generator.get_ranks(token)
+        assert all(len(g) == rank_groups(layout)[group][1] for g in ranks)
+        inside = all(len({r // per_node for r in g}) == 1 for g in ranks)
+        assert in_node(layout, group, per_node) == inside, (group, ranks)

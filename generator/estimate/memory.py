@@ -43,6 +43,7 @@ class Layout:
     optimizer_states: str = "fp32"  # Adam's moments (bf16: Megatron's precision-aware optimizer)
     main_grads: str = "fp32"
     overlap_grad_reduce: bool = True  # the data-parallel reduction runs under the backward pass
+    moe_dispatcher: str = "alltoall"  # how tokens reach their experts: alltoall | allgather | flex
 
     @property
     def state_shards(self) -> int:

@@ -137,9 +137,10 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
                          top_k: int | None = None) -> Performance:
     """A step-time model: compute at the calibrated efficiency plus memory-bound work, stretched
     by the pipeline bubble (p − 1)/(v·m); tensor-parallel all-reduces and context-parallel K/V
-    exchanges per layer on the intra-node link (exposed); the data-parallel gradient reduction on
-    the inter-node link, overlapped with the backward pass except its last layer's share where
-    the run's files turn the overlap on (Layout.overlap_grad_reduce), else exposed."""
+    exchanges per layer (exposed); the data-parallel gradient reduction overlapped with the
+    backward pass except its last layer's share where the run's files turn the overlap on
+    (Layout.overlap_grad_reduce), else exposed. Every collective runs on the link its group's
+    placement gives (NVLink inside a node, else the inter-node link; rank_groups)."""
     model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
     # every stage waits for the one with the most layers (uneven pipelines)
@@ -159,7 +160,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         passes = 6 if layout.recompute == "full" else 4
         volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size
         per_layer = passes * 2 * (layout.tp - 1) / layout.tp * volume
-        link = hw.intranode_gbps if layout.tp <= hw.gpus_per_node else hw.internode_gbps
+        link = link_gbps(layout, "tp", hw)
         tp_comm = per_layer * slowest_stage_layers(shape, layout) * m / (link * 1e9)
     # CP: each rank gathers the other ranks' K and V per layer (forward, and their gradients back),
     # 2 · b · s/cp · kv-width 16-bit values from each of the cp − 1 others.
@@ -168,7 +169,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         passes = 4 if layout.recompute == "full" else 3
         kv = shape.num_query_groups * shape.head_dim / layout.tp
         volume = 2 * 2 * layout.micro_batch_size * shape.seq_length / layout.cp * kv * (layout.cp - 1)
-        link = hw.intranode_gbps if gpus_within(layout, 1, hw) else hw.internode_gbps
+        link = link_gbps(layout, "cp", hw)
         cp_comm = passes * volume * slowest_stage_layers(shape, layout) * m / (link * 1e9)
     pp_comm = 0.0
     if layout.pp > 1:
@@ -176,30 +177,31 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         # b·s/cp·h 16-bit values, split over the tp ranks (Megatron's scatter/gather), on the
         # inter-node link once the pipeline leaves the node (Narayanan et al. 2021, §4.1)
         volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size / layout.tp
-        link = hw.intranode_gbps if gpus_within(layout, layout.pp, hw) else hw.internode_gbps
+        link = link_gbps(layout, "pp", hw)
         pp_comm = 2 * m * layout.vpp * (volume / (link * 1e9) + P2P_LATENCY_S)
     dp_comm = zero3 = 0.0
     if layout.dp > 1:
         p = count_params(shape)
-        # an MoE model's routed experts are reduced among the ranks holding the same experts
-        # (the expert data-parallel group), each GPU holding 1/(ep·etp) of them
+        # dense gradients are reduced over the data × context parallel ranks (the ranks of a
+        # context-parallel group hold the same weights); an MoE model's routed experts among
+        # the ranks holding the same experts (the expert data-parallel group), each GPU holding
+        # 1/(ep·etp) of them
         experts = p.layers_experts if shape.num_experts else 0
         stage_params = (p.total - experts) / (layout.tp * layout.pp)
-        share = (layout.dp - 1) / layout.dp
+        share = (layout.dp * layout.cp - 1) / (layout.dp * layout.cp)
         expert_share = (layout.expert_dp - 1) / layout.expert_dp
-        reduced = share * stage_params + expert_share * experts / (layout.ep * layout.etp * layout.pp)
         # a ring all-reduce moves 2Ψ per GPU; ZeRO-3 reduce-scatters the gradients (Ψ) and
         # all-gathers the 16-bit parameters for every micro-batch's forward and backward (2mΨ)
-        volume = (1 if layout.sharding == "zero3" else 2) * reduced * 2
-        # the data-parallel ranks follow tp × cp in the rank order: a group that fits in one
-        # node (a single-node job) reduces over NVLink, any other over the inter-node link
-        within = gpus_within(layout, layout.dp, hw)
-        dp_total = volume / ((hw.intranode_gbps if within else hw.internode_gbps) * 1e9)
+        factor = (1 if layout.sharding == "zero3" else 2) * 2
+        # each group on its own link: NVLink when all its ranks share a node (a one-node job)
+        dp_total = factor * share * stage_params / (link_gbps(layout, "dp_cp", hw) * 1e9) + \
+            factor * expert_share * experts / (layout.ep * layout.etp * layout.pp) \
+            / (link_gbps(layout, "expert_dp", hw) * 1e9)
         backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
         dp_comm = max(dp_total - backward, dp_total / shape.num_layers) if layout.overlap_grad_reduce \
             else dp_total
         if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
-            link = hw.intranode_gbps if layout.shard_dp or within else hw.internode_gbps
+            link = hw.intranode_gbps if layout.shard_dp else link_gbps(layout, "dp", hw)
             gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
             zero3 = max(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
     moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
@@ -209,24 +211,52 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
 
 
 def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None) -> float:
-    """Per micro-batch: an MoE layer sends each of its tokens' hidden states (16-bit) to their
-    top-k experts and the results back — dispatch and combine, forward and backward (and once
-    more forward with full recompute) — an all-to-all among the ep ranks, of which a rank keeps
-    1/ep; the tokens of a rank are b·s/cp, split over tp with sequence parallelism. Exposed (the
-    rendered files turn no dispatch overlap on); on NVLink while tp × ep fits in a node."""
+    """Per micro-batch: an MoE layer's dispatch and combine, forward and backward (and once more
+    forward with full recompute), exposed (the rendered files turn no dispatch overlap on). The
+    tokens of a rank are b·s/cp, split over tp with sequence parallelism. The all-to-all
+    dispatcher (and DeepEP's flex) sends each token's hidden state (16-bit) to its top-k experts
+    among the ep ranks, keeping 1/ep; the all-gather dispatcher gathers every token of the
+    expert tensor × expert parallel group and reduce-scatters the results back, of which the
+    tp part is the sequence-parallel gather the tensor-parallel cost already counts."""
     if not shape.num_experts or layout.ep < 2:
         return 0.0
     tokens = layout.micro_batch_size * shape.seq_length / layout.cp
     if layout.sequence_parallel:
         tokens /= layout.tp
-    volume = 2 * tokens * (top_k or 1) * shape.hidden_size * (layout.ep - 1) / layout.ep
+    if layout.moe_dispatcher == "allgather":
+        volume = 2 * tokens * shape.hidden_size * (layout.etp * layout.ep - layout.etp)
+        link = link_gbps(layout, "tp_ep", hw)
+    else:
+        volume = 2 * tokens * (top_k or 1) * shape.hidden_size * (layout.ep - 1) / layout.ep
+        link = link_gbps(layout, "ep", hw)
     exchanges = 6 if layout.recompute == "full" else 4
     moe_share = (shape.num_layers - shape.moe_dense_layers) / shape.num_layers
     moe_layers = slowest_stage_layers(shape, layout) * moe_share
-    link = hw.intranode_gbps if layout.tp * layout.ep <= hw.gpus_per_node else hw.internode_gbps
     return exchanges * volume * moe_layers / (link * 1e9)
 
 
-def gpus_within(layout: Layout, extent: int, hw: Hardware) -> bool:
-    """Whether ``extent`` groups of tp × cp ranks fit in one node (their traffic stays on NVLink)."""
-    return layout.tp * layout.cp * extent <= hw.gpus_per_node
+def rank_groups(layout: Layout) -> dict[str, tuple[int, int]]:
+    """Each communication group as (stride, size): its ranks lie stride apart in megatron-core's
+    rank order (initialize_model_parallel's default order tp-cp-ep-dp-pp: tensor-parallel ranks
+    adjacent, then context, data and pipeline; experts on their own grid etp-ep-edp-pp), which
+    the Megatron-DeepSpeed forks (tp-dp-pp), DeepSpeed and FSDP's device meshes (tp innermost)
+    share."""
+    t, c, d = layout.tp, layout.cp, layout.dp
+    return {"tp": (1, t), "cp": (t, c), "dp": (t * c, d), "dp_cp": (t, c * d), "pp": (t * c * d, layout.pp),
+            "ep": (layout.etp, layout.ep), "tp_ep": (1, layout.etp * layout.ep),
+            "expert_dp": (layout.etp * layout.ep, layout.expert_dp)}
+
+
+def in_node(layout: Layout, group: str, gpus_per_node: int) -> bool:
+    """Whether every group of that kind lies inside one node: the groups tile the ranks in blocks
+    of stride × size, so all of them do when a block divides the node or the whole job fits in
+    one; otherwise a node boundary falls inside some block, whose group sets the pace."""
+    stride, size = rank_groups(layout)[group]
+    world = layout.tp * layout.cp * layout.dp * layout.pp
+    return size == 1 or gpus_per_node % (stride * size) == 0 or world <= gpus_per_node
+
+
+def link_gbps(layout: Layout, group: str, hw: Hardware) -> float:
+    """The per-GPU bandwidth a group's collectives run at: NVLink inside a node, else the
+    inter-node link."""
+    return hw.intranode_gbps if in_node(layout, group, hw.gpus_per_node) else hw.internode_gbps
