@@ -432,3 +432,31 @@ def test_pipeline_sends_and_the_gradient_reduction_use_their_groups_links() -> N
     context = estimate_performance(shape, Layout(tp=8, dp=2, cp=2, overlap_grad_reduce=False), hw, 64)
     assert plain.dp_comm_s == pytest.approx(2 * 2 * 3 / 4 * params / 8 / 50e9)
     assert context.dp_comm_s == pytest.approx(plain.dp_comm_s)
+
+
+def test_tp_comm_overlap_hides_all_but_one_chunk_of_the_tensor_parallel_traffic(tmp_path: Path) -> None:
+    """parallelism.tp_comm_overlap (--tp-comm-overlap): the tensor-parallel gathers and scatters
+    are pipelined with the linear GEMMs in tp chunks, so 1/tp of them stays exposed; the
+    rendered arguments carry the flag, and without it (or with a tp group across nodes,
+    where the userbuffers cannot run) the traffic is fully exposed."""
+    from generator.estimate.performance import Hardware, estimate_performance
+    from generator.estimate.plan import layout_of, shape_of
+
+    data = spec_dict(cluster={"nodes": 4, "gpus_per_node": 8, "gpu": "h100-80gb"},
+                     parallelism={"tp": 8, "pp": 1, "sequence_parallel": True, "distributed_optimizer": True},
+                     batch={"micro_batch_size": 1, "gradient_accumulation_steps": None, "global_batch_size": 64})
+    data["model"] = {"preset": "llama3-8b"}  # GEMMs long enough to hide all but the first chunk
+    plain = plan_of(tmp_path, data, "plain.yaml")
+    overlapped = plan_of(tmp_path, {**data, "parallelism": {**data["parallelism"], "tp_comm_overlap": True}},
+                         "overlap.yaml")
+    from generator.render import render
+
+    assert "--tp-comm-overlap" in render(overlapped, "megatron") and "--tp-comm-overlap" not in render(plain, "megatron")
+    exposed, hidden = plain.estimate().performance, overlapped.estimate().performance
+    assert hidden.tp_comm_s == pytest.approx(exposed.tp_comm_s / 8)
+    assert hidden.step_time_s == pytest.approx(exposed.step_time_s - exposed.tp_comm_s * 7 / 8)
+    # 16 GPUs of tp across two 8-GPU nodes: no userbuffers, nothing hidden
+    layout, shape = layout_of(overlapped), shape_of(overlapped)
+    across = Hardware(989, 0.6, 3.35, 450, 50, 4)
+    assert estimate_performance(shape, layout, across, 64).tp_comm_s == \
+        pytest.approx(estimate_performance(shape, replace(layout, tp_comm_overlap=False), across, 64).tp_comm_s)

@@ -335,3 +335,39 @@ def test_bf16_optimizer_state_reaches_megatrons_namespace(trees, tmp_path: Path)
         assert shown["use_precision_aware_optimizer"] is True, shown
         assert {str(shown[k]).rsplit(".", 1)[-1] for k in ("exp_avg_dtype", "exp_avg_sq_dtype", "main_grads_dtype")} \
             == {"bfloat16"}, shown
+
+
+def test_tp_comm_overlap_is_what_megatron_accepts_and_refuses(trees, tmp_path: Path) -> None:
+    """parallelism.tp_comm_overlap writes --tp-comm-overlap, which core_v0.16.1's and main's own
+    validate_args accept with sequence parallelism and refuse without it, exactly as GL225 says;
+    the forks' parsers do not define it, so a Megatron-DeepSpeed spec is refused (GL218)."""
+    import yaml
+
+    cases = []
+    for version in ("core_v0.16", "latest"):
+        data = spec_dict(name=f"tpo-{version}", megatron={"version": version},
+                         parallelism={"tp": 2, "pp": 1, "sequence_parallel": True, "tp_comm_overlap": True})
+        path = tmp_path / f"tpo-{version}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        (case,) = cases_of(spec_files(load_spec(path))[0], path.stem)
+        case["show"] = ["tp_comm_overlap", "sequence_parallel"]
+        without = dict(case, label=case["label"] + " without --sequence-parallel",
+                       argv=[w for w in case["argv"] if w != "--sequence-parallel"])
+        cases += [case, without]
+    for case, result in zip(cases, run_parsers(trees, cases), strict=True):
+        if case["label"].endswith("without --sequence-parallel"):
+            assert not result["ok"] and "sequence parallelism" in result["error"], (case["label"], result)
+        else:
+            assert result["ok"], (case["label"], result)
+            assert result["shown"] == {"tp_comm_overlap": True, "sequence_parallel": True}
+    bad = spec_dict(parallelism={"tp": 2, "pp": 1, "tp_comm_overlap": True})
+    path = tmp_path / "no-sp.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(PlanError, match="GL225 tp_comm_overlap needs sequence parallelism"):
+        spec_files(load_spec(path))
+    fork = spec_dict(framework="megatron-deepspeed", megatron={"fork": "microsoft"},
+                     parallelism={"tp": 2, "pp": 1, "sequence_parallel": True, "tp_comm_overlap": True})
+    path = tmp_path / "fork.yaml"
+    path.write_text(yaml.safe_dump(fork))
+    with pytest.raises(PlanError, match="GL218"):
+        spec_files(load_spec(path))

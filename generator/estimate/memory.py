@@ -44,6 +44,7 @@ class Layout:
     main_grads: str = "fp32"
     overlap_grad_reduce: bool = True  # the data-parallel reduction runs under the backward pass
     moe_dispatcher: str = "alltoall"  # how tokens reach their experts: alltoall | allgather | flex
+    tp_comm_overlap: bool = False  # the tensor-parallel collectives pipelined with the GEMMs
 
     @property
     def state_shards(self) -> int:

@@ -136,11 +136,12 @@ def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
 def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int,
                          top_k: int | None = None) -> Performance:
     """A step-time model: compute at the calibrated efficiency plus memory-bound work, stretched
-    by the pipeline bubble (p − 1)/(v·m); tensor-parallel all-reduces and context-parallel K/V
-    exchanges per layer (exposed); the data-parallel gradient reduction overlapped with the
-    backward pass except its last layer's share where the run's files turn the overlap on
-    (Layout.overlap_grad_reduce), else exposed. Every collective runs on the link its group's
-    placement gives (NVLink inside a node, else the inter-node link; rank_groups)."""
+    by the pipeline bubble (p − 1)/(v·m); tensor-parallel all-reduces (exposed, but for what
+    --tp-comm-overlap hides) and context-parallel K/V exchanges per layer; the data-parallel
+    gradient reduction overlapped with the backward pass except its last layer's share where the
+    run's files turn the overlap on (Layout.overlap_grad_reduce), else exposed. Every collective
+    runs on the link its group's placement gives (NVLink inside a node, else the inter-node
+    link; rank_groups)."""
     model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
     # every stage waits for the one with the most layers (uneven pipelines)
@@ -162,6 +163,12 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         per_layer = passes * 2 * (layout.tp - 1) / layout.tp * volume
         link = link_gbps(layout, "tp", hw)
         tp_comm = per_layer * slowest_stage_layers(shape, layout) * m / (link * 1e9)
+        if layout.tp_comm_overlap and in_node(layout, "tp", hw.gpus_per_node):
+            # Transformer Engine's userbuffers split each gather / scatter into tp chunks
+            # pipelined with the neighbouring linear layer's GEMM: the first chunk stays
+            # exposed, the rest hides under the layers' linear GEMMs (not the attention core)
+            forward, core = forward_flops_per_token(shape, top_k)
+            tp_comm -= min(tp_comm * (1 - 1 / layout.tp), compute * (1 - core / forward))
     # CP: each rank gathers the other ranks' K and V per layer (forward, and their gradients back),
     # 2 · b · s/cp · kv-width 16-bit values from each of the cp − 1 others.
     cp_comm = 0.0

@@ -91,7 +91,8 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
                   framework=spec.framework, offload=p.zero_offload,
                   shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None,
                   overlap_grad_reduce=overlaps_grad_reduce(spec.framework, zero_stage, sizes.get("pp", 1)),
-                  moe_dispatcher=spec.model.token_dispatcher(sizes.get("ep", 1)))
+                  moe_dispatcher=spec.model.token_dispatcher(sizes.get("ep", 1)),
+                  tp_comm_overlap=p.tp_comm_overlap)
 
 
 def layout_of(plan) -> Layout:

@@ -395,6 +395,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "last_stage_layers": (p.last_stage_layers, "parallelism.last_stage_layers"),
         "dp_given": (p.dp, "parallelism.dp"),
         "sequence_parallel": (p.sequence_parallel, "parallelism.sequence_parallel"),
+        "tp_comm_overlap": (p.tp_comm_overlap, "parallelism.tp_comm_overlap"),
         "zero_stage": (p.zero_stage, "parallelism.zero_stage"),
         "distributed_optimizer": (p.distributed_optimizer, "parallelism.distributed_optimizer"),
         "optimizer_states": (t.optimizer_states, "training.optimizer_states"),

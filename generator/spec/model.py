@@ -129,6 +129,7 @@ class Parallelism:
     # Megatron-LM: the embedding / the loss counted as a layer of the pipeline split
     account_for_embedding_in_pipeline_split: bool = False
     account_for_loss_in_pipeline_split: bool = False
+    tp_comm_overlap: bool = False  # Megatron-LM: TP collectives pipelined with the GEMMs (TE)
 
     def split_layers(self, num_layers: int) -> tuple[int | None, int | None]:
         """(first, last) stage transformer layers: the given ones, or with the embedding / loss
