@@ -151,17 +151,22 @@ def resume_example() -> str:
     return f"```console\n$ gen-launch resume-check {sample} {sample} {given}\n{result.text()}```"
 
 
-def sc21_table() -> str:
+def calibration_table() -> str:
     from generator import presets
-    from generator.estimate.calibration import median_abs_error, sc21_rows
+    from generator.estimate.calibration import A100, band, fit_efficiency, leave_one_out, median_abs_error
 
-    rows = sc21_rows(presets.gpus()["a100-80gb"])
-    lines = ["| parameters | GPUs | published TFLOP/s/GPU | predicted | error |", "|---|---|---|---|---|"]
-    lines += [f"| {r.params_b:g}B | {r.gpus} | {r.published_tflops:g} | {r.predicted_tflops:.1f} | "
-              f"{r.error:+.1%} |" for r in rows]
-    lines.append(f"\nMedian absolute error {median_abs_error(rows):.1%} (one efficiency constant, "
-                 f"{presets.gpus()['a100-80gb']['efficiency']:.2f} of the A100's 312 TFLOP/s, for "
-                 "all rows).")
+    rows = leave_one_out(A100)
+    fitted = [r for r in rows if r.run.fitted]
+    lines = ["| run | source | GPUs | published TFLOP/s/GPU | predicted | efficiency fitted on the others | "
+             "throughput error |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.run.name}{'' if r.run.fitted else ' (checked, not fitted)'} | {r.run.source} | "
+              f"{r.run.layout.tp * r.run.layout.pp * r.run.layout.dp} | {r.published_tflops:.0f} | "
+              f"{r.predicted_tflops:.0f} | {r.efficiency:.3f} | {r.error:+.1%} |" for r in rows]
+    fit = fit_efficiency([r.run for r in fitted])
+    lines.append(f"\nA100 ({len(fitted)} fitted runs): efficiency {fit:.3f} "
+                 f"on all of them (the preset: {presets.gpus()[A100]['efficiency']:.2f}); leave-one-out "
+                 f"median error {median_abs_error(fitted):.1%}, largest {band(rows):.0%} (the preset's "
+                 "uncertainty band). Hardware TFLOP/s (recompute counted).")
     return "\n".join(lines)
 
 
@@ -185,7 +190,7 @@ SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
     "docs/spec.md": {"spec-reference": spec_reference},
     "docs/explain.md": {"seed-explain": seed_explain},
     "docs/resume.md": {"resume-example": resume_example},
-    "docs/estimates.md": {"sc21-throughput": sc21_table},
+    "docs/estimates.md": {"calibration": calibration_table},
     "docs/plan.md": {"autoplan-published": published_layouts},
     "docs/checks.md": {"rules": rule_table},
 }

@@ -204,6 +204,10 @@ def _estimates(plan: Plan) -> list[str]:
         + (f" + MoE all-to-all {p.moe_comm_s:.2f}" if p.moe_comm_s else ""),
         f"  {p.tokens_per_s:,.0f} tokens/s, {p.tflops_per_gpu:.0f} TFLOP/s per GPU, "
         f"MFU {p.mfu:.1%}, HFU {p.hfu:.1%}",
+        f"  throughput ±{e.uncertainty:.0%} (the largest leave-one-out error on published runs of this "
+        "GPU; docs/estimates.md)" if e.uncertainty is not None else
+        f"  throughput uncertainty unknown: no published {plan.spec.cluster.gpu} runs calibrate it "
+        "(its efficiency is assumed)",
         f"  {plan.train_tokens:,} tokens in {days:.1f} days, {days * 24 * p.gpus:,.0f} GPU-hours",
     ]
     lines += _allocations(plan, e.train_seconds or 0, p.step_time_s)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from generator import presets
 from generator.cli import app
-from generator.estimate.calibration import median_abs_error, sc21_rows, sc21_shape
+from generator.estimate.calibration import sc21_shape
 from generator.estimate.memory import (
     GIB,
     Layout,
@@ -87,14 +87,16 @@ def test_deepspeed_estimators() -> None:
     assert deepspeed_estimator_bytes(2851_000_000, 8, 3, 32_000_000) / GIB == pytest.approx(6.09, abs=0.01)
 
 
-# Korthikanti Table 5: iteration time of the present work (selective recompute + SP), MFU, HFU
-TABLE5 = [("22B", 6144, 64, 48, 4, 8, 1.10, 41.5, 43.7), ("175B", 12288, 96, 96, 64, 64, 13.75, 51.4, 52.8),
-          ("530B", 20480, 128, 105, 280, 280, 37.83, 56.0, 57.0), ("1T", 25600, 160, 128, 512, 512, 71.49, 56.3, 57.0)]
+# Korthikanti Table 5: the MFU and HFU the paper reports for its present-work iteration times
+TABLE5_UTILIZATION = {"22B": (41.5, 43.7), "175B": (51.4, 52.8), "530B": (56.0, 57.0), "1T": (56.3, 57.0)}
 
 
-@pytest.mark.parametrize("row", TABLE5, ids=[r[0] for r in TABLE5])
-def test_korthikanti_table5_mfu_hfu(row) -> None:
-    _, h, a, layers, batch, gpus, seconds, mfu, hfu = row
+@pytest.mark.parametrize("name", TABLE5_UTILIZATION)
+def test_korthikanti_table5_mfu_hfu(name) -> None:
+    from generator.estimate.calibration import KORTHIKANTI_TABLE5
+
+    (_, h, a, layers, *_, gpus, batch, _, seconds), = [r for r in KORTHIKANTI_TABLE5 if r[0] == name]
+    mfu, hfu = TABLE5_UTILIZATION[name]
     model, hardware = step_flops(Shape(layers, h, a, a, 4 * h, 51200, 2048), batch, "selective")
     assert 100 * model / seconds / gpus / 312e12 == pytest.approx(mfu, abs=0.5)
     assert 100 * hardware / seconds / gpus / 312e12 == pytest.approx(hfu, abs=0.5)
@@ -119,10 +121,42 @@ def test_mt_nlg_throughput_from_iteration_time(gpus: int, seconds: float, tflops
     assert hardware / seconds / gpus / 1e12 == pytest.approx(tflops, rel=0.01)
 
 
-def test_sc21_predicted_throughput_without_per_row_tuning() -> None:
-    rows = sc21_rows(presets.gpus()["a100-80gb"])
-    assert median_abs_error(rows) < 0.10
-    assert max(abs(r.error) for r in rows) < 0.15
+# every published run's leave-one-out throughput error, with its tolerance: the fitted A100 runs
+# within 12% each (median 5%), MT-NLG (checked, not fitted: DeepSpeed's pipeline engine) 15-30% fast
+def test_published_runs_are_predicted_from_the_others_within_their_tolerance() -> None:
+    from generator.estimate.calibration import leave_one_out, median_abs_error
+
+    rows = leave_one_out()
+    fitted = [r for r in rows if r.run.fitted]
+    assert len(fitted) == 14 and len(rows) == 17
+    for row in fitted:
+        assert abs(row.error) <= 0.12, (row.run.name, row.error)
+    assert median_abs_error(fitted) <= 0.05
+    for row in (r for r in rows if not r.run.fitted):
+        assert 0.15 <= row.error <= 0.30, (row.run.name, row.error)
+
+
+def test_the_a100_presets_hold_the_fit_and_its_band() -> None:
+    """gpus.yaml's A100 efficiency is the constant fitted on all fitted runs (to 0.01), its
+    uncertainty the largest leave-one-out error; presets without published runs have none."""
+    from generator.estimate.calibration import band, fit_efficiency, leave_one_out, runs
+
+    fit = fit_efficiency([r for r in runs() if r.fitted])
+    for name in ("a100-40gb", "a100-80gb"):
+        assert presets.gpus()[name]["efficiency"] == pytest.approx(fit, abs=0.005)
+        assert presets.gpus()[name]["uncertainty"] == band(leave_one_out())
+    assert presets.gpus()["h100-80gb"].get("uncertainty") is None
+
+
+def test_an_estimate_reports_its_band(tmp_path: Path) -> None:
+    a100 = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "a100-80gb"}), "a.yaml")
+    h100 = plan_of(tmp_path, spec_dict(), "h.yaml")
+    assert a100.estimate().to_json()["performance"]["uncertainty"] == 0.12
+    assert h100.estimate().to_json()["performance"]["uncertainty"] is None
+    result = CliRunner().invoke(app, ["explain", str(tmp_path / "h.yaml")])
+    assert "throughput uncertainty unknown: no published h100-80gb runs" in result.output
+    result = CliRunner().invoke(app, ["explain", str(tmp_path / "a.yaml")])
+    assert "throughput ±12%" in result.output
 
 
 def test_sc21_parameter_column() -> None:

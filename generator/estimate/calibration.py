@@ -1,11 +1,24 @@
-"""Published measurements the estimates are checked (and the A100 efficiency calibrated) against.
+"""Published training runs the step-time model is calibrated and checked against, per GPU
+generation: each run's efficiency constant is fitted on the others of its generation (one
+constant for all, no per-row tuning), and the leave-one-out errors are the uncertainty band an
+estimate reports (presets' ``uncertainty``; docs/estimates.md shows the table).
 
-SC21 Table 1 (Narayanan et al. 2021, weak scaling on A100-80GB, seq 2048, V 51200, fp16, full
-recompute; heads, t, p, micro batch and interleaving from the paper's run_table_1.sh).
+Sources (cited per row; papers only, see issue 17 for the sources that judge the model and are
+not used here):
+- SC21 Table 1: Narayanan et al. 2021, arXiv 2104.04473 (weak scaling on A100-80GB, seq 2048,
+  V 51200, fp16, full recompute; heads, t, p, micro batch and interleaving from the paper's
+  run_table_1.sh).
+- Korthikanti et al. 2022, arXiv 2205.05198, Table 5 ("present work": sequence parallelism and
+  selective recompute, A100-80GB, fp16 per the paper's setup) with the layouts of its Fig. 1
+  configurations (t 8; p 1 / 8 / 35 / 64; v 1 / 3 / 3 / 1; micro batch 4 / 1 / 1 / 1).
+- MT-NLG 530B: Smith et al. 2022, arXiv 2201.11990 §2.4 (t 8, p 35, batch 1920, seq 2048, A100,
+  DeepSpeed's pipeline engine): checked, not fitted (the engine is not the one the model
+  describes; it is over-predicted).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -26,39 +39,137 @@ SC21_TABLE1 = [
     (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 1, 3, 163),
     (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 1, 1, 163),
 ]
+# Korthikanti Table 5 (present work): name, hidden, heads, layers, t, p, v, GPUs, batch, micro,
+# iteration seconds
+KORTHIKANTI_TABLE5 = [
+    ("22B", 6144, 64, 48, 8, 1, 1, 8, 4, 4, 1.10),
+    ("175B", 12288, 96, 96, 8, 8, 3, 64, 64, 1, 13.75),
+    ("530B", 20480, 128, 105, 8, 35, 3, 280, 280, 1, 37.83),
+    ("1T", 25600, 160, 128, 8, 64, 1, 512, 512, 1, 71.49),
+]
+# MT-NLG 530B (§2.4): GPUs, iteration seconds
+MT_NLG = [(2240, 60.1), (2800, 50.2), (3360, 44.4)]
+A100 = "a100-80gb"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One published run: the model, the layout, the GPU preset and the measured step time."""
+
+    name: str
+    source: str
+    gpu: str
+    shape: Shape
+    layout: Layout
+    global_batch: int
+    step_time_s: float
+    fitted: bool = True  # False: checked only (what the model does not describe)
 
 
 @dataclass(frozen=True)
 class Row:
-    params_b: float
-    gpus: int
-    published_tflops: float
-    predicted_tflops: float
+    run: Run
+    predicted_s: float  # with the efficiency fitted on the other runs of its generation
+    efficiency: float
 
     @property
     def error(self) -> float:
-        return (self.predicted_tflops - self.published_tflops) / self.published_tflops
+        """Throughput error: predicted / published − 1 (positive: the model is too fast)."""
+        return self.run.step_time_s / self.predicted_s - 1
+
+    @property
+    def published_tflops(self) -> float:
+        return _hardware_tflops(self.run, self.run.step_time_s)
+
+    @property
+    def predicted_tflops(self) -> float:
+        return _hardware_tflops(self.run, self.predicted_s)
 
 
 def sc21_shape(heads: int, hidden: int, layers: int) -> Shape:
     return Shape(layers, hidden, heads, heads, 4 * hidden, 51200, 2048)
 
 
-def sc21_rows(a100: dict) -> list[Row]:
-    """Predicted TFLOP/s per GPU (hardware FLOPs, as the paper counts them) for every row, from
-    the model alone: one efficiency constant for all rows, no per-row tuning."""
-    hw = Hardware(a100["bf16_tflops"], a100["efficiency"], a100["hbm_tbps"],
-                  a100["intranode_gbps"], a100["internode_gbps"], 8)
-    rows = []
+def _layout(t: int, p: int, v: int, gpus: int, batch: int, micro: int, **settings) -> Layout:
+    dp = gpus // (t * p)
+    return Layout(tp=t, pp=p, vpp=v, dp=dp, micro_batch_size=micro, num_microbatches=batch // (micro * dp),
+                  **{"precision": "fp16", "flash_attention": False, **settings})
+
+
+def runs() -> list[Run]:
+    """Every published run, in table order."""
+    from generator.estimate.performance import step_flops
+
+    out = []
     for params_b, heads, hidden, layers, t, p, gpus, batch, micro, vpp, tflops in SC21_TABLE1:
-        dp = gpus // (t * p)
-        layout = Layout(tp=t, pp=p, vpp=vpp, dp=dp, micro_batch_size=micro,
-                        num_microbatches=batch // (micro * dp), recompute="full",
-                        precision="fp16", flash_attention=False)
-        perf = estimate_performance(sc21_shape(heads, hidden, layers), layout, hw, batch)
-        rows.append(Row(params_b, gpus, tflops, perf.hardware_flops / perf.step_time_s / gpus / 1e12))
+        shape = sc21_shape(heads, hidden, layers)
+        hardware = step_flops(shape, batch, "full")[1]
+        out.append(Run(f"SC21 {params_b:g}B on {gpus}", "Narayanan et al. 2021, Table 1", A100, shape,
+                       _layout(t, p, vpp, gpus, batch, micro, recompute="full"), batch,
+                       hardware / (gpus * tflops * 1e12)))
+    for name, hidden, heads, layers, t, p, v, gpus, batch, micro, seconds in KORTHIKANTI_TABLE5:
+        out.append(Run(f"Korthikanti {name} on {gpus}", "Korthikanti et al. 2022, Table 5", A100,
+                       sc21_shape(heads, hidden, layers),
+                       _layout(t, p, v, gpus, batch, micro, recompute="selective", sequence_parallel=True),
+                       batch, seconds))
+    shape = Shape(105, 20480, 128, 128, 4 * 20480, 50272, 2048)
+    for gpus, seconds in MT_NLG:
+        out.append(Run(f"MT-NLG 530B on {gpus}", "Smith et al. 2022, §2.4", A100, shape,
+                       _layout(8, 35, 1, gpus, 1920, 1, recompute="full", sharding="zero1",
+                               framework="megatron-deepspeed", precision="bf16"),
+                       1920, seconds, fitted=False))
+    return out
+
+
+def _hardware(gpu: dict, efficiency: float) -> Hardware:
+    return Hardware(gpu["bf16_tflops"], efficiency, gpu["hbm_tbps"], gpu["intranode_gbps"],
+                    gpu["internode_gbps"], 8)
+
+
+def predict(run: Run, efficiency: float) -> float:
+    from generator import presets
+
+    hw = _hardware(presets.gpus()[run.gpu], efficiency)
+    return estimate_performance(run.shape, run.layout, hw, run.global_batch).step_time_s
+
+
+def _hardware_tflops(run: Run, seconds: float) -> float:
+    from generator.estimate.performance import step_flops
+
+    return step_flops(run.shape, run.global_batch, run.layout.recompute)[1] / seconds / \
+        (run.layout.tp * run.layout.pp * run.layout.cp * run.layout.dp) / 1e12
+
+
+def fit_efficiency(fitted: list[Run]) -> float:
+    """The one constant that makes the runs' log throughput errors sum to zero (bisection: the
+    predicted time falls as the efficiency rises)."""
+    low, high = 0.2, 1.0
+    for _ in range(40):
+        middle = (low + high) / 2
+        if sum(math.log(r.step_time_s / predict(r, middle)) for r in fitted) > 0:
+            high = middle  # published slower than predicted: lower the efficiency
+        else:
+            low = middle
+    return (low + high) / 2
+
+
+def leave_one_out(gpu: str = A100) -> list[Row]:
+    """Each run of a generation predicted with the efficiency fitted on the other fitted runs
+    (a run that is only checked is predicted with the fit on all of them)."""
+    of_gpu = [r for r in runs() if r.gpu == gpu]
+    fitted = [r for r in of_gpu if r.fitted]
+    rows = []
+    for run in of_gpu:
+        efficiency = fit_efficiency([r for r in fitted if r is not run])
+        rows.append(Row(run, predict(run, efficiency), efficiency))
     return rows
 
 
 def median_abs_error(rows: list[Row]) -> float:
     return statistics.median(abs(r.error) for r in rows)
+
+
+def band(rows: list[Row]) -> float:
+    """The uncertainty an estimate reports: the largest leave-one-out throughput error of the
+    fitted runs (rounded up to a whole percent)."""
+    return math.ceil(100 * max(abs(r.error) for r in rows if r.run.fitted)) / 100

@@ -26,6 +26,7 @@ class Estimate:
     train_tokens: int
     deepspeed_estimator: float | None = None  # DeepSpeed's own ZeRO-2/3 model-state estimate
     vocab_padding_params: int = 0  # of params: the rows Megatron pads the vocabulary with
+    uncertainty: float | None = None  # the GPU preset's throughput band (None: uncalibrated)
 
     @property
     def train_seconds(self) -> float | None:
@@ -54,6 +55,9 @@ class Estimate:
                                      "zero3_gathers": round(p.zero3_gather_s, 3),
                                      "moe_all_to_all": round(p.moe_comm_s, 3)},
                 "tokens_per_s": round(p.tokens_per_s), "tflops_per_gpu": round(p.tflops_per_gpu, 1),
+                # throughput within ±band of the estimate on the published runs of the GPU's
+                # generation (leave-one-out; generator/estimate/calibration.py); None: uncalibrated
+                "uncertainty": self.uncertainty,
                 "mfu": round(p.mfu, 4), "hfu": round(p.hfu, 4),
                 "train_days": round(seconds / 86400, 2),
                 "gpu_hours": round(seconds / 3600 * p.gpus),
@@ -146,4 +150,4 @@ def estimate_plan(plan) -> Estimate:
         cross_check = deepspeed_estimator_bytes(params.total, plan.world_size, int(layout.sharding[-1]),
                                                 max(params.per_layer, params.embedding))
     return Estimate(params.total, memory, performance, others, plan.train_tokens, cross_check,
-                    params.vocab_padding)
+                    params.vocab_padding, plan.gpu.get("uncertainty"))
