@@ -153,20 +153,34 @@ def resume_example() -> str:
 
 def calibration_table() -> str:
     from generator import presets
-    from generator.estimate.calibration import A100, band, fit_efficiency, leave_one_out, median_abs_error
+    from generator.estimate.calibration import (
+        band,
+        fit_efficiency,
+        generations,
+        leave_one_out,
+        median_abs_error,
+    )
 
-    rows = leave_one_out(A100)
-    fitted = [r for r in rows if r.run.fitted]
-    lines = ["| run | source | GPUs | published TFLOP/s/GPU | predicted | efficiency fitted on the others | "
+    lines = ["| run | source | GPUs | published TFLOP/s/GPU | predicted | efficiency used | "
              "throughput error |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.run.name}{'' if r.run.fitted else ' (checked, not fitted)'} | {r.run.source} | "
-              f"{r.run.layout.tp * r.run.layout.pp * r.run.layout.dp} | {r.published_tflops:.0f} | "
-              f"{r.predicted_tflops:.0f} | {r.efficiency:.3f} | {r.error:+.1%} |" for r in rows]
-    fit = fit_efficiency([r.run for r in fitted])
-    lines.append(f"\nA100 ({len(fitted)} fitted runs): efficiency {fit:.3f} "
-                 f"on all of them (the preset: {presets.gpus()[A100]['efficiency']:.2f}); leave-one-out "
-                 f"median error {median_abs_error(fitted):.1%}, largest {band(rows):.0%} (the preset's "
-                 "uncertainty band). Hardware TFLOP/s (recompute counted).")
+    notes = []
+    for gpu in generations():
+        rows = leave_one_out(gpu)
+        lines += [f"| {r.run.name}{'' if r.run.fitted else ' (checked, not fitted)'} | {r.run.source} | "
+                  f"{r.run.layout.tp * r.run.layout.pp * r.run.layout.dp} | {r.published_tflops:.0f} | "
+                  f"{r.predicted_tflops:.0f} | {r.efficiency:.3f} | {r.error:+.1%} |" for r in rows]
+        fitted = [r for r in rows if r.run.fitted]
+        efficiency = presets.gpus()[gpu]["efficiency"]
+        if fitted:
+            fit = fit_efficiency([r.run for r in fitted])
+            notes.append(f"{gpu} ({len(fitted)} fitted runs): efficiency {fit:.3f} fitted on all of them "
+                         f"(the preset: {efficiency:.2f}); each fitted run predicted with the constant "
+                         f"fitted on the others: median error {median_abs_error(fitted):.1%}, largest "
+                         f"{band(rows):.0%} (the preset's uncertainty band).")
+        else:
+            notes.append(f"{gpu}: no fitted runs; its assumed efficiency {efficiency:.2f} is checked "
+                         f"(median error {median_abs_error(rows):.1%}), no band is reported.")
+    lines += ["", *notes, "", "Hardware TFLOP/s (recompute counted)."]
     return "\n".join(lines)
 
 

@@ -136,6 +136,21 @@ def test_published_runs_are_predicted_from_the_others_within_their_tolerance() -
         assert 0.15 <= row.error <= 0.30, (row.run.name, row.error)
 
 
+def test_nemotron4_340b_checks_the_h100s_assumed_efficiency() -> None:
+    """The Nemotron-4 340B report's Table 2 (H100, t 8 × p 12): the model built is 341.0B
+    parameters (9.4B embedding + 331.6B, as the report counts them), each row's dp is GPUs / 96,
+    and the H100's assumed 0.60 predicts each iteration within 3% (read without interleaving)."""
+    from generator.estimate.calibration import H100, NEMOTRON4_340B, leave_one_out
+
+    rows = leave_one_out(H100)
+    assert [r.run.layout.dp for r in rows] == [dp for dp, *_ in NEMOTRON4_340B]
+    params = count_params(rows[0].run.shape)
+    assert params.total / 1e9 == pytest.approx(341.0, abs=0.1)
+    assert params.embedding * 2 / 1e9 == pytest.approx(9.4, abs=0.05)
+    for row in rows:
+        assert abs(row.error) <= 0.03, (row.run.name, row.error)
+
+
 def test_the_a100_presets_hold_the_fit_and_its_band() -> None:
     """gpus.yaml's A100 efficiency is the constant fitted on all fitted runs (to 0.01), its
     uncertainty the largest leave-one-out error; presets without published runs have none."""

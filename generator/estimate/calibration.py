@@ -14,6 +14,10 @@ not used here):
 - MT-NLG 530B: Smith et al. 2022, arXiv 2201.11990 §2.4 (t 8, p 35, batch 1920, seq 2048, A100,
   DeepSpeed's pipeline engine): checked, not fitted (the engine is not the one the model
   describes; it is over-predicted).
+- Nemotron-4 340B: NVIDIA 2024, Nemotron-4 340B Technical Report, Table 2 (H100, t 8, p 12, dp
+  16 / 32 / 64, batch 768 / 1536 / 2304 at seq 4096, distributed optimizer): checked against the
+  H100's assumed efficiency, not fitted: one model only, and the report does not state the
+  interleaving (read as none), micro batch (1) or recompute (none).
 """
 
 from __future__ import annotations
@@ -49,7 +53,10 @@ KORTHIKANTI_TABLE5 = [
 ]
 # MT-NLG 530B (§2.4): GPUs, iteration seconds
 MT_NLG = [(2240, 60.1), (2800, 50.2), (3360, 44.4)]
+# Nemotron-4 340B (Table 2): dp, GPUs, batch, iteration seconds
+NEMOTRON4_340B = [(16, 1536, 768, 10.3), (32, 3072, 1536, 10.3), (64, 6144, 2304, 8.0)]
 A100 = "a100-80gb"
+H100 = "h100-80gb"
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,16 @@ def runs() -> list[Run]:
                        _layout(8, 35, 1, gpus, 1920, 1, recompute="full", sharding="zero1",
                                framework="megatron-deepspeed", precision="bf16"),
                        1920, seconds, fitted=False))
+    # 96 layers, h 18432, 96 heads, 8 KV groups, FFN 73728 (squared ReLU), no biases, RoPE,
+    # untied embeddings, V 256,000: 341.0B parameters (the report: 9.4B embedding + 331.6B)
+    shape = Shape(96, 18432, 96, 8, 73728, 256000, 4096, bias=False, learned_positions=False,
+                  tie_embeddings=False)
+    for _dp, gpus, batch, seconds in NEMOTRON4_340B:  # dp = GPUs / 96 (a test checks it)
+        out.append(Run(f"Nemotron-4 340B on {gpus}", "NVIDIA 2024, Nemotron-4 340B report, Table 2", H100,
+                       shape, _layout(8, 12, 1, gpus, batch, 1, recompute="none", sequence_parallel=True,
+                                      sharding="distributed_optimizer", precision="bf16",
+                                      flash_attention=True),
+                       batch, seconds, fitted=False))
     return out
 
 
@@ -155,14 +172,23 @@ def fit_efficiency(fitted: list[Run]) -> float:
 
 def leave_one_out(gpu: str = A100) -> list[Row]:
     """Each run of a generation predicted with the efficiency fitted on the other fitted runs
-    (a run that is only checked is predicted with the fit on all of them)."""
+    (a run that is only checked, with the fit on all of them; where a generation has no fitted
+    runs, with its preset's assumed efficiency)."""
+    from generator import presets
+
     of_gpu = [r for r in runs() if r.gpu == gpu]
     fitted = [r for r in of_gpu if r.fitted]
     rows = []
     for run in of_gpu:
-        efficiency = fit_efficiency([r for r in fitted if r is not run])
+        others = [r for r in fitted if r is not run]
+        efficiency = fit_efficiency(others) if others else presets.gpus()[gpu]["efficiency"]
         rows.append(Row(run, predict(run, efficiency), efficiency))
     return rows
+
+
+def generations() -> list[str]:
+    """The GPU presets with published runs, in table order."""
+    return list(dict.fromkeys(r.gpu for r in runs()))
 
 
 def median_abs_error(rows: list[Row]) -> float:
