@@ -190,7 +190,7 @@ def test_each_collective_is_placed_as_megatron_core_groups_its_ranks(tp, cp, dp,
     from megatron.core.parallel_state import RankGenerator
 
     from generator.estimate.memory import Layout
-    from generator.estimate.performance import in_node, rank_groups
+    from generator.estimate.performance import RANK_GROUPS, in_node
 
     world = tp * cp * dp * pp
     layout = Layout(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, etp=etp)
@@ -199,9 +199,9 @@ def test_each_collective_is_placed_as_megatron_core_groups_its_ranks(tp, cp, dp,
     tokens = {"tp": (dense, "tp"), "cp": (dense, "cp"), "dp": (dense, "dp"), "dp_cp": (dense, "dp-cp"),
               "pp": (dense, "pp"), "ep": (experts, "ep"), "tp_ep": (experts, "tp-ep"),
               "expert_dp": (experts, "dp")}
-    assert set(tokens) == set(rank_groups(layout))
+    assert set(tokens) == set(RANK_GROUPS)
     for group, (generator, token) in tokens.items():
         ranks = generator.get_ranks(token)
-        assert all(len(g) == rank_groups(layout)[group][1] for g in ranks)
+        assert all(len(g) == RANK_GROUPS[group](layout)[1] for g in ranks)
         inside = all(len({r // per_node for r in g}) == 1 for g in ranks)
         assert in_node(layout, group, per_node) == inside, (group, ranks)

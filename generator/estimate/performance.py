@@ -10,6 +10,7 @@ full recompute, the attention core (s/(6h) → s/(3h)) for selective.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from generator.estimate.memory import Layout
@@ -141,7 +142,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     gradient reduction overlapped with the backward pass except its last layer's share where the
     run's files turn the overlap on (Layout.overlap_grad_reduce), else exposed. Every collective
     runs on the link its group's placement gives (NVLink inside a node, else the inter-node
-    link; rank_groups)."""
+    link; RANK_GROUPS)."""
     model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
     # every stage waits for the one with the most layers (uneven pipelines)
@@ -242,25 +243,29 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     return exchanges * volume * moe_layers / (link * 1e9)
 
 
-def rank_groups(layout: Layout) -> dict[str, tuple[int, int]]:
-    """Each communication group as (stride, size): its ranks lie stride apart in megatron-core's
-    rank order (initialize_model_parallel's default order tp-cp-ep-dp-pp: tensor-parallel ranks
-    adjacent, then context, data and pipeline; experts on their own grid etp-ep-edp-pp), which
-    the Megatron-DeepSpeed forks (tp-dp-pp), DeepSpeed and FSDP's device meshes (tp innermost)
-    share."""
-    t, c, d = layout.tp, layout.cp, layout.dp
-    return {"tp": (1, t), "cp": (t, c), "dp": (t * c, d), "dp_cp": (t, c * d), "pp": (t * c * d, layout.pp),
-            "ep": (layout.etp, layout.ep), "tp_ep": (1, layout.etp * layout.ep),
-            "expert_dp": (layout.etp * layout.ep, layout.expert_dp)}
+# Each communication group as (stride, size): its ranks lie stride apart in megatron-core's rank
+# order (initialize_model_parallel's default order tp-cp-ep-dp-pp: tensor-parallel ranks adjacent,
+# then context, data and pipeline; experts on their own grid etp-ep-edp-pp), which the
+# Megatron-DeepSpeed forks (tp-dp-pp), DeepSpeed and FSDP's device meshes (tp innermost) share.
+RANK_GROUPS: dict[str, Callable[[Layout], tuple[int, int]]] = {
+    "tp": lambda x: (1, x.tp),
+    "cp": lambda x: (x.tp, x.cp),
+    "dp": lambda x: (x.tp * x.cp, x.dp),
+    "dp_cp": lambda x: (x.tp, x.cp * x.dp),
+    "pp": lambda x: (x.tp * x.cp * x.dp, x.pp),
+    "ep": lambda x: (x.etp, x.ep),
+    "tp_ep": lambda x: (1, x.etp * x.ep),
+    "expert_dp": lambda x: (x.etp * x.ep, x.expert_dp),
+}
 
 
 def in_node(layout: Layout, group: str, gpus_per_node: int) -> bool:
     """Whether every group of that kind lies inside one node: the groups tile the ranks in blocks
     of stride × size, so all of them do when a block divides the node or the whole job fits in
     one; otherwise a node boundary falls inside some block, whose group sets the pace."""
-    stride, size = rank_groups(layout)[group]
-    world = layout.tp * layout.cp * layout.dp * layout.pp
-    return size == 1 or gpus_per_node % (stride * size) == 0 or world <= gpus_per_node
+    stride, size = RANK_GROUPS[group](layout)
+    return size == 1 or gpus_per_node % (stride * size) == 0 or \
+        layout.tp * layout.cp * layout.dp * layout.pp <= gpus_per_node
 
 
 def link_gbps(layout: Layout, group: str, hw: Hardware) -> float:
