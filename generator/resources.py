@@ -31,6 +31,19 @@ def cache_dir(part: str) -> Path:
     return Path(base) / "gen-launch" / part
 
 
+def private_dir(path: Path) -> bool:
+    """Whether ``path`` is a folder only this user can write (made so when missing): what the
+    cache keeps is used as it is (the compiled templates are run), so a folder other users can
+    write to is not used at all."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        status = path.stat()
+    except OSError:
+        return False
+    owner = getattr(os, "getuid", lambda: status.st_uid)()
+    return status.st_uid == owner and not status.st_mode & 0o022
+
+
 @cache
 def read_yaml(path: Path):
     """A data file shipped in the package (presets, rule tables), read once, with libyaml's safe
@@ -41,15 +54,19 @@ def read_yaml(path: Path):
     import marshal
 
     text = path.read_text(encoding="utf-8")
-    kept = cache_dir("data") / f"{path.stem}-{hashlib.sha1(text.encode()).hexdigest()}.marshal"
-    try:
-        return marshal.loads(kept.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
-        pass
+    folder = cache_dir("data")
+    kept = folder / f"{path.stem}-{hashlib.sha1(text.encode()).hexdigest()}.marshal"
+    private = private_dir(folder)
+    if private:
+        try:
+            return marshal.loads(kept.read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
     import yaml
 
     data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    _keep(kept, data)
+    if private:
+        _keep(kept, data)
     return data
 
 
@@ -59,7 +76,6 @@ def _keep(path: Path, data) -> None:
 
     try:
         blob = marshal.dumps(data)
-        path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         temporary.write_bytes(blob)
         temporary.replace(path)

@@ -60,3 +60,29 @@ def test_read_yaml_keeps_the_parsed_document_by_its_text(tmp_path: Path, monkeyp
     data.write_text("when: 2024-01-01\n")  # a value marshal cannot keep: parsed, not kept
     assert str(resources.read_yaml.__wrapped__(data)["when"]) == "2024-01-01"
     assert len(list((tmp_path / "cache" / "data").iterdir())) == 2
+
+
+def test_a_cache_folder_others_can_write_to_is_not_used(tmp_path: Path) -> None:
+    """What the cache keeps is used as it is (the compiled templates run), so a folder other
+    users can write to is neither read nor written: a changed entry there changes nothing; the
+    same entry in the user's own folder is read."""
+    import marshal
+
+    import yaml
+
+    cache = tmp_path / "cache"
+    cold = _generate(cache, tmp_path / "cold")
+    (entry,) = [p for p in (cache / "data").iterdir() if p.name.startswith("gpus-")]
+    gpus = yaml.safe_load((ROOT / "generator" / "presets" / "gpus.yaml").read_text())
+    gpus["a100-80gb"]["efficiency"] = 0.31  # the seed sample's GPU: every step time doubles
+    entry.write_bytes(marshal.dumps(gpus))
+    for template in (cache / "templates").iterdir():
+        template.write_bytes(b"garbage")
+    for folder in (cache / "data", cache / "templates"):
+        folder.chmod(0o777)
+    assert _generate(cache, tmp_path / "shared") == cold
+    assert marshal.loads(entry.read_bytes()) == gpus  # not rewritten either
+    for folder in (cache / "data", cache / "templates"):
+        folder.chmod(0o700)
+    own = _generate(cache, tmp_path / "own")
+    assert own["plan.json"] != cold["plan.json"]  # the halved efficiency: longer steps

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shlex
 from functools import cache
@@ -17,7 +16,7 @@ from typing import Any
 
 from generator import __version__
 from generator.plan.plan import Plan
-from generator.resources import cache_dir, data_dir
+from generator.resources import cache_dir, data_dir, private_dir
 
 # target name -> (file name, template)
 ARTIFACTS = {
@@ -80,8 +79,9 @@ def _environment():
     import jinja2
 
     class CompiledTemplates(jinja2.FileSystemBytecodeCache):
-        """Jinja's compiled templates, kept in the cache folder (keyed by the template's text);
-        a folder that cannot be written leaves each run compiling its own."""
+        """Jinja's compiled templates, kept in the cache folder (keyed by the template's text)
+        when only this user can write there; a file that cannot be read or written is
+        compiled again."""
 
         def load_bytecode(self, bucket) -> None:
             with contextlib.suppress(OSError):
@@ -89,12 +89,12 @@ def _environment():
 
         def dump_bytecode(self, bucket) -> None:
             with contextlib.suppress(OSError):
-                os.makedirs(self.directory, exist_ok=True)
                 super().dump_bytecode(bucket)
 
+    compiled = cache_dir("templates")
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
-        bytecode_cache=CompiledTemplates(str(cache_dir("templates"))),
+        bytecode_cache=CompiledTemplates(str(compiled)) if private_dir(compiled) else None,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
