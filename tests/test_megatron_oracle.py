@@ -196,7 +196,7 @@ def test_each_collective_is_placed_as_megatron_core_groups_its_ranks(tp, cp, dp,
     layout = Layout(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, etp=etp)
     dense = RankGenerator(tp=tp, ep=1, dp=dp, pp=pp, cp=cp, order="tp-cp-ep-dp-pp")
     experts = RankGenerator(tp=etp, ep=ep, dp=world // (etp * ep * pp), pp=pp, cp=1, order="tp-cp-ep-dp-pp")
-    tokens = {"tp": (dense, "tp"), "cp": (dense, "cp"), "dp": (dense, "dp"), "dp_cp": (dense, "dp-cp"),
+    tokens = {"tp": (dense, "tp"), "cp": (dense, "cp"), "dp_cp": (dense, "dp-cp"),
               "pp": (dense, "pp"), "ep": (experts, "ep"), "tp_ep": (experts, "tp-ep"),
               "expert_dp": (experts, "dp")}
     assert set(tokens) == set(RANK_GROUPS)

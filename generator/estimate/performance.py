@@ -209,7 +209,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         dp_comm = max(dp_total - backward, dp_total / shape.num_layers) if layout.overlap_grad_reduce \
             else dp_total
         if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
-            link = hw.intranode_gbps if layout.shard_dp else link_gbps(layout, "dp", hw)
+            link = hw.intranode_gbps if layout.shard_dp else link_gbps(layout, "dp_cp", hw)
             gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
             zero3 = max(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
     moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
@@ -250,7 +250,6 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
 RANK_GROUPS: dict[str, Callable[[Layout], tuple[int, int]]] = {
     "tp": lambda x: (1, x.tp),
     "cp": lambda x: (x.tp, x.cp),
-    "dp": lambda x: (x.tp * x.cp, x.dp),
     "dp_cp": lambda x: (x.tp, x.cp * x.dp),
     "pp": lambda x: (x.tp * x.cp * x.dp, x.pp),
     "ep": lambda x: (x.etp, x.ep),
