@@ -189,6 +189,11 @@ def _estimates(plan: Plan) -> list[str]:
                      f"headroom {(m.capacity - m.total) / GIB:.1f} GiB")
     for label, alt in e.alternatives:
         lines.append(f"    with {label}: {alt.total / GIB:.1f} GiB" + (" (fits)" if alt.fits else ""))
+    if e.host is not None:
+        of = "" if e.host.capacity is None else \
+            f" of {e.host.capacity / GIB:.0f} GiB: {'fits' if e.host.fits else 'DOES NOT FIT'}"
+        lines.append(f"  host memory at load, most loaded node: {e.host.bytes_per_node / GIB:.1f} GiB{of} "
+                     f"({e.host.how})")
     p = e.performance
     if p is None:
         return lines

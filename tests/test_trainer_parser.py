@@ -36,6 +36,9 @@ def _parse(words: list[str], tmp_path: Path, monkeypatch):
 
 
 def _check(plan, tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    monkeypatch.delenv("FSDP_CPU_RAM_EFFICIENT_LOADING", raising=False)
     args, rest = _parse(_words(render(plan, "trainer")), tmp_path, monkeypatch)
     assert rest == (["--packing", "--padding_free"] if plan.spec.data.packing else []), rest
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps * plan.world_size \
@@ -48,6 +51,8 @@ def _check(plan, tmp_path: Path, monkeypatch) -> None:
         # the Trainer keeps the config without its fsdp_ prefixes
         assert (args.fsdp_config["version"], args.fsdp_config["reshard_after_forward"]) == \
             (2, plan.fsdp_reshard_after_forward)
+        # each node's local rank 0 alone loads the weights: what from_pretrained reads
+        assert os.environ.get("FSDP_CPU_RAM_EFFICIENT_LOADING") == "true"
 
 
 @pytest.mark.parametrize("sample", TRAINER_SAMPLES, ids=[s.stem for s in TRAINER_SAMPLES])

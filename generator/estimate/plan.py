@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from generator.estimate.host import HostLoad, host_load
 from generator.estimate.memory import (
     GIB,
     Layout,
@@ -27,6 +28,7 @@ class Estimate:
     deepspeed_estimator: float | None = None  # DeepSpeed's own ZeRO-2/3 model-state estimate
     vocab_padding_params: int = 0  # of params: the rows Megatron pads the vocabulary with
     uncertainty: float | None = None  # the GPU preset's throughput band (None: uncalibrated)
+    host: HostLoad | None = None  # CPU memory of the most loaded node while the run loads
 
     @property
     def train_seconds(self) -> float | None:
@@ -35,7 +37,8 @@ class Estimate:
     def to_json(self) -> dict:
         p = self.performance
         out = {"parameters": self.params, "parameters_vocab_padding": self.vocab_padding_params,
-               "memory": self.memory.gib(), "performance": None,
+               "memory": {**self.memory.gib(), "host_at_load": self.host and self.host.to_json()},
+               "performance": None,
                "if_it_does_not_fit": [{"change": label, "total_gib": round(m.total / GIB, 2),
                                        "fits": m.fits} for label, m in self.alternatives]}
         if self.deepspeed_estimator is not None:
@@ -150,4 +153,4 @@ def estimate_plan(plan) -> Estimate:
         cross_check = deepspeed_estimator_bytes(params.total, plan.world_size, int(layout.sharding[-1]),
                                                 max(params.per_layer, params.embedding))
     return Estimate(params.total, memory, performance, others, plan.train_tokens, cross_check,
-                    params.vocab_padding, plan.gpu.get("uncertainty"))
+                    params.vocab_padding, plan.gpu.get("uncertainty"), host_load(plan, shape, layout))

@@ -129,9 +129,11 @@ class Plan:
 
     @property
     def fsdp_trainer_config(self) -> dict[str, Any]:
-        """The Trainer's --fsdp_config for FSDP2 (without accelerate's config file)."""
+        """The Trainer's --fsdp_config for FSDP2 (without accelerate's config file): as the
+        accelerate config, each node's local rank 0 alone loads the pretrained weights
+        (cpu_ram_efficient_loading; the others start empty and receive them)."""
         return {"fsdp_version": 2, "reshard_after_forward": self.fsdp_reshard_after_forward,
-                "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                "auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "cpu_ram_efficient_loading": True,
                 "activation_checkpointing": self.spec.training.recompute != "none",
                 "offload_params": self.spec.parallelism.zero_offload != "none"}
 
@@ -563,7 +565,8 @@ def _time_limit(plan: Plan, estimate) -> tuple[int | None, tuple[Finding, ...]]:
 
 
 def _memory_warnings(plan: Plan, estimate, facts: dict[str, Fact]) -> tuple[Finding, ...]:
-    """GL020: the estimate of the most loaded GPU against its capacity."""
+    """GL020: the estimate of the most loaded GPU against its capacity; GL025: the host memory
+    of the most loaded node while the run loads against the node's."""
     from generator.estimate.memory import GIB
 
     if estimate.memory.capacity is None:
@@ -586,8 +589,14 @@ def _memory_warnings(plan: Plan, estimate, facts: dict[str, Fact]) -> tuple[Find
         far = RULES["GL024"].run(values)
         if far:
             raise PlanError([far])
-    finding = RULES["GL020"].run(values)
-    return (finding,) if finding else ()
+    findings = [RULES["GL020"].run(values)]
+    host = estimate.host
+    if host is not None and host.capacity is not None:
+        findings.append(RULES["GL025"].run({
+            "host_load_gib": Fact(host.bytes_per_node / GIB, DERIVED),
+            "host_memory_gib": Fact(host.capacity / GIB, plan.spec.where(host.source)),
+            "host_load_how": Fact(host.how, DERIVED)}))
+    return tuple(f for f in findings if f is not None)
 
 
 def _batch_ramp(spec: Spec, global_batch_size: int, facts: dict[str, Fact]) -> BatchRamp | None:

@@ -269,6 +269,27 @@ def memory_far_beyond(memory_total_gib: float, memory_capacity_gib: float,
             "true writes it anyway)" + (f"; {memory_advice}" if memory_advice else ""))
 
 
+@rule("GL025", "host-memory-at-load",
+      "The CPU memory a node holds while the run loads its weights exceeds the node's.", severity="warning")
+def host_memory_at_load(host_load_gib: float, host_memory_gib: float, host_load_how: str) -> str | None:
+    """While a run starts, its framework reads weights (and a resumed run its optimizer state)
+    into CPU memory first: Megatron's torch format has every rank torch.load() its file to the
+    CPU (data-parallel rank 0 the distributed optimizer's whole file too), DeepSpeed's engine
+    loads each rank's states onto the CPU, and the Trainer's from_pretrained builds the whole
+    model in every process. A node whose ranks together exceed its memory is killed by the
+    kernel's OOM killer at start-up, after its time in the queue. Fix: --ckpt-format torch_dist
+    (checkpoint.format; it reads each rank's shards into its own tensors), ZeRO-3 or FSDP for the
+    Trainer (gen-launch's FSDP files load on one rank per node), more tp or pp, or a node with
+    more memory (cluster.host_memory_gib says how much it has; else slurm.mem).
+
+    Example: Llama-3-70B with tp 8 resumed from a torch-format checkpoint without the distributed
+    optimizer: 8 ranks × 14 bytes × 8.8B parameters = 920 GiB on a 512 GiB node."""
+    if host_load_gib <= host_memory_gib:
+        return None
+    return (f"loading needs about {host_load_gib:.0f} GiB of CPU memory on a node ({host_load_how}), "
+            f"more than its {host_memory_gib:.0f} GiB")
+
+
 @rule("GL021", "linear-lr-scaling-beyond-8k",
       "The linear LR-scaling rule was shown to hold up to about 8K sequences.", severity="warning")
 def linear_scaling_limit(lr_scaling_rule: str, global_batch_size: int) -> str | None:

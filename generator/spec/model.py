@@ -32,6 +32,7 @@ class Cluster:
     gpu: str
     allow_oversize: bool = False  # write the files even beyond 1.5× the GPU's memory (GL024)
     memory_headroom_gib: float = 0.0  # kept free of the estimate: fits are judged without it
+    host_memory_gib: float | None = None  # a node's CPU memory (GL025: the load's host memory)
 
 
 @dataclass(frozen=True)
