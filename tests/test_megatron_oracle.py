@@ -205,3 +205,8 @@ def test_each_collective_is_placed_as_megatron_core_groups_its_ranks(tp, cp, dp,
         assert all(len(g) == RANK_GROUPS[group](layout)[1] for g in ranks)
         inside = all(len({r // per_node for r in g}) == 1 for g in ranks)
         assert in_node(layout, group, per_node) == inside, (group, ranks)
+    # the first node's ranks that lead their dp × cp group read a distributed optimizer's file
+    from generator.estimate.host import optimizer_rank_zeros
+
+    leaders = {min(g) for g in dense.get_ranks("dp-cp")}
+    assert optimizer_rank_zeros(layout, per_node) == sum(1 for r in range(per_node) if r in leaders)

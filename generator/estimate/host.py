@@ -61,7 +61,8 @@ def optimizer_rank_zeros(layout: Layout, gpus_per_node: int) -> int:
     """The ranks of the first node that are data-parallel rank 0 of their shard (the dp × cp
     group's ranks lie tp apart): those read the distributed optimizer's whole file."""
     span = layout.tp * layout.cp * layout.dp
-    return sum(1 for rank in range(gpus_per_node) if rank % span < layout.tp)
+    world = span * layout.pp
+    return sum(1 for rank in range(min(gpus_per_node, world)) if rank % span < layout.tp)
 
 
 def node_capacity(spec) -> tuple[float | None, str | None]:
