@@ -195,3 +195,11 @@ def test_a_setting_the_framework_does_not_read_is_a_warning(write_spec) -> None:
     assert result.exit_code == 0, result.output
     assert "GL221" in result.output and "megatron.fork 'bigscience' is ignored with framework megatron-lm" \
         in result.output
+
+
+@pytest.mark.parametrize("release", megatron_releases())
+def test_the_blockwise_fp8_capability_is_the_parsers_choice(release: str) -> None:
+    """--fp8-recipe blockwise is a choice of the parsers from core_v0.14 (the catalogues): the
+    fp8_blockwise capability GL226 reads says the same for every release."""
+    d = dialect("megatron-lm", release)
+    assert d.can("fp8_blockwise") == ("blockwise" in d.catalogue.get("--fp8-recipe").choices)

@@ -371,3 +371,35 @@ def test_tp_comm_overlap_is_what_megatron_accepts_and_refuses(trees, tmp_path: P
     path.write_text(yaml.safe_dump(fork))
     with pytest.raises(PlanError, match="GL218"):
         spec_files(load_spec(path))
+
+
+def test_the_fp8_recipes_reach_megatrons_namespace(trees, tmp_path: Path) -> None:
+    """training.fp8_recipe: core_v0.16.1's and main's own parsers accept --fp8-recipe tensorwise,
+    blockwise and mxfp8 (on a Blackwell preset) and hold the recipe; delayed is the parser's
+    default, written by no flag and held as delayed too."""
+    import yaml
+
+    cases = []
+    for version in ("core_v0.16", "latest"):
+        for recipe, gpu in (("delayed", "h100-80gb"), ("tensorwise", "h100-80gb"), ("blockwise", "h100-80gb"),
+                            ("mxfp8", "b200")):
+            data = spec_dict(name=f"fp8-{recipe}-{version}", megatron={"version": version},
+                             cluster={"nodes": 2, "gpus_per_node": 8, "gpu": gpu},
+                             parallelism={"tp": 2, "pp": 1, "distributed_optimizer": True},
+                             training={"precision": "fp8", "fp8_recipe": recipe})
+            path = tmp_path / f"{data['name']}.yaml"
+            path.write_text(yaml.safe_dump(data))
+            (case,) = cases_of(spec_files(load_spec(path))[0], path.stem)
+            assert ("--fp8-recipe" in case["argv"]) == (recipe != "delayed")
+            case["show"] = ["fp8_recipe", "fp8"]
+            cases.append((recipe, case))
+    results = run_parsers(trees, [case for _, case in cases])
+    for (recipe, case), result in zip(cases, results, strict=True):
+        assert result["ok"], (case["label"], result)
+        assert str(result["shown"]["fp8_recipe"]).rsplit(".", 1)[-1] == recipe, result["shown"]
+        assert result["shown"]["fp8"] == "hybrid"
+    hopper = spec_dict(training={"precision": "fp8", "fp8_recipe": "mxfp8"})
+    path = tmp_path / "mxfp8-hopper.yaml"
+    path.write_text(yaml.safe_dump(hopper))
+    with pytest.raises(PlanError, match="GL226 fp8_recipe mxfp8 needs Blackwell"):
+        spec_files(load_spec(path))

@@ -41,6 +41,7 @@ SPEC_FIELD = {
     "distributed_optimizer": "parallelism.distributed_optimizer",
     "batch_schedule": "batch.schedule", "rampup": "batch.rampup", "decay": "training.decay",
     "precision": "training.precision", "fp8_param_gather": "training.precision",
+    "fp8_recipe": "training.fp8_recipe",
     "recompute": "training.recompute", "flash_attention": "training.flash_attention",
     "ascend": "cluster.gpu", "zero_stage": "parallelism.zero_stage",
     "overlap_grad_reduce": "parallelism.distributed_optimizer",
@@ -109,6 +110,7 @@ def megatron_values(plan) -> dict[str, Any]:
         "adam_eps": t.adam_eps, "clip_grad": t.gradient_clipping, "seed": t.seed,
         "log_interval": t.log_interval, "precision": t.precision,
         "fp8_param_gather": t.precision == "fp8" and p.distributed_optimizer,
+        "fp8_recipe": t.fp8_recipe if t.precision == "fp8" else None,  # a switch of FP8 runs only
         "recompute": t.recompute, "ascend": ascend,
         **architecture_values(m, plan.ep),
         **run_io_values(plan.spec),

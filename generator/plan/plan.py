@@ -411,6 +411,8 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "global_batch_size": (b.global_batch_size, "batch.global_batch_size"),
         "tokens_per_step": (b.tokens_per_step, "batch.tokens_per_step"),
         "precision": (t.precision, "training.precision"),
+        "fp8_recipe": (t.fp8_recipe, "training.fp8_recipe"),
+        "megatron_version": (spec.megatron.version, "megatron.version"),
         "decay": (t.decay, "training.decay"),
         "packing": (spec.data.packing, "data.packing"),
         "exports": (spec.launch.env, "launch.env"),
@@ -606,7 +608,6 @@ def _batch_ramp(spec: Spec, global_batch_size: int, facts: dict[str, Fact]) -> B
         return None
     facts["batch_ramp_kind"] = Fact("rampup" if b.rampup else "schedule",
                                     spec.where("batch.rampup" if b.rampup else "batch.schedule"))
-    facts["megatron_version"] = Fact(spec.megatron.version, spec.where("megatron.version"))
     facts["iteration_based"] = Fact(spec.training.train_iters is not None,
                                     spec.where("training.train_iters"))
     if b.rampup is not None:

@@ -389,3 +389,34 @@ def tp_comm_overlap_requirements(tp_comm_overlap: bool, tp: int | None = None,
         return (f"tp_comm_overlap on {gpu_vendor} GPUs: Transformer Engine's userbuffers run on "
                 "NVIDIA GPUs only; leave the overlap off", ("tp_comm_overlap", "gpu_vendor"))
     return None
+
+
+@rule("GL226", "fp8-recipe-requirements",
+      "An FP8 recipe needs precision fp8; blockwise megatron-core 0.14, mxfp8 a Blackwell GPU.")
+def fp8_recipe_requirements(fp8_recipe: str, precision: str | None = None,
+                            megatron_version: str | None = None, megatron_dialect: str | None = None,
+                            nvidia_cc: float | None = None, gpu: str | None = None) -> str | None:
+    """training.fp8_recipe (--fp8-recipe) picks how Transformer Engine scales the FP8 tensors; it
+    does nothing without precision fp8 (Megatron reads it only with --fp8-format). blockwise is a
+    choice of megatron-core 0.14 and later (earlier parsers refuse it); mxfp8 scales 32-element
+    blocks in the tensor cores of Blackwell (compute capability 10) and later, which Transformer
+    Engine refuses on Hopper. Fix: precision fp8, a newer megatron.version, or delayed /
+    tensorwise (or blockwise) on Hopper.
+
+    Example: fp8_recipe mxfp8 on h100-80gb."""
+    from generator.dialects import dialect
+
+    if fp8_recipe == "delayed":  # Megatron's default, written by no flag
+        return None
+    if precision is not None and precision != "fp8":
+        return (f"fp8_recipe {fp8_recipe} with precision {precision}: the recipe only applies to FP8 "
+                "training; set training.precision: fp8 or drop the recipe", ("fp8_recipe", "precision"))
+    if fp8_recipe == "blockwise" and megatron_dialect is not None and \
+            not dialect(megatron_dialect, megatron_version).can("fp8_blockwise"):
+        return (f"fp8_recipe blockwise needs megatron-core 0.14 or later (megatron.version is "
+                f"{megatron_version}); use a newer version or tensorwise", ("fp8_recipe", "megatron_version"))
+    if fp8_recipe == "mxfp8" and nvidia_cc is not None and nvidia_cc < 10:
+        return (f"fp8_recipe mxfp8 needs Blackwell's block-scaled FP8 tensor cores (compute capability "
+                f"10), which {gpu or 'this GPU'} ({nvidia_cc:.1f}) does not have; use delayed, tensorwise or "
+                "blockwise", ("fp8_recipe", "nvidia_cc"))
+    return None

@@ -191,6 +191,7 @@ class Training:
     wsd_decay: Fraction = Fraction(1, 10)
     optimizer_states: str = "fp32"  # Adam's moments (Megatron's precision-aware optimizer: bf16)
     main_grads: str = "fp32"
+    fp8_recipe: str = "delayed"  # Transformer Engine's FP8 scaling (Megatron's default: delayed)
 
 
 @dataclass(frozen=True)
@@ -435,6 +436,7 @@ def build_spec(doc: Document) -> Spec:
             target_loss=t["target_loss"],
             wsd_decay=parse_fraction(t["wsd_decay"], "$.training.wsd_decay"),
             optimizer_states=t["optimizer_states"], main_grads=t["main_grads"],
+            fp8_recipe=t["fp8_recipe"],
         ),
         launch=Launch(
             launcher=data["launch"]["launcher"],
