@@ -22,14 +22,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from generator.estimate.memory import GIB, Layout
+from generator.estimate.memory import GIB, Layout, state_bytes_per_param
 from generator.estimate.params import Shape, count_params
 
 
-def state_bytes(layout: Layout) -> int:
-    """Bytes per parameter of the optimizer's state: fp32 main weights and Adam's two moments
-    (fp32, or bf16 with training.optimizer_states: bf16)."""
-    return 4 + (4 if layout.optimizer_states == "bf16" else 8)
+def state_bytes(layout: Layout) -> float:
+    """Bytes per parameter of the optimizer's state as a checkpoint holds it, unsharded: the
+    memory estimate's own count (fp32 main weights and Adam's moments, by precision and
+    training.optimizer_states)."""
+    return state_bytes_per_param(layout.precision, "none", 1, layout.optimizer_states, layout.main_grads)[2]
 
 
 @dataclass(frozen=True)
