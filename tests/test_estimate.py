@@ -157,9 +157,10 @@ def test_the_a100_presets_hold_the_fit_and_its_band() -> None:
     from generator.estimate.calibration import band, fit_efficiency, leave_one_out, runs
 
     fit = fit_efficiency([r for r in runs() if r.fitted])
+    uncertainty = band(leave_one_out())
     for name in ("a100-40gb", "a100-80gb"):
         assert presets.gpus()[name]["efficiency"] == pytest.approx(fit, abs=0.005)
-        assert presets.gpus()[name]["uncertainty"] == band(leave_one_out())
+        assert presets.gpus()[name]["uncertainty"] == uncertainty
     assert presets.gpus()["h100-80gb"].get("uncertainty") is None
 
 

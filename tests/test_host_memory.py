@@ -18,11 +18,11 @@ LLAMA70B = {"preset": "llama3-70b"}
 
 
 def _megatron(tmp_path: Path, name: str, parallelism: dict, checkpoint: dict, cluster: dict | None = None):
-    data = spec_dict(model=LLAMA70B, parallelism=parallelism, checkpoint=checkpoint,
+    data = spec_dict(parallelism=parallelism, checkpoint=checkpoint,
                      cluster={"nodes": 8, "gpus_per_node": 8, "gpu": "h100-80gb", "allow_oversize": True,
                               **(cluster or {})},
                      batch={"micro_batch_size": 1, "gradient_accumulation_steps": None, "global_batch_size": 64})
-    data["model"] = LLAMA70B
+    data["model"] = LLAMA70B  # the preset alone (spec_dict would merge it into BASE's shape)
     return plan_of(tmp_path, data, f"{name}.yaml")
 
 
@@ -70,7 +70,7 @@ def test_optimizer_rank_zeros_counts_the_first_nodes_data_parallel_leaders(tp, c
 def test_the_trainer_loads_a_copy_per_process_unless_zero3_or_fsdp(tmp_path: Path) -> None:
     """from_pretrained builds the whole model (2 bytes per parameter) in every process; ZeRO-3's
     zero.Init keeps each rank's partition; FSDP's cpu_ram_efficient_loading one copy per node."""
-    base = {"model": {"preset": "llama3-8b"}, "launch": {"launcher": "accelerate"},
+    base = {"launch": {"launcher": "accelerate"},
             "cluster": {"nodes": 2, "gpus_per_node": 8, "gpu": "h100-80gb"},
             "batch": {"micro_batch_size": 1, "gradient_accumulation_steps": 4, "global_batch_size": None}}
 
