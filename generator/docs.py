@@ -167,7 +167,7 @@ def calibration_table() -> str:
     for gpu in generations():
         rows = leave_one_out(gpu)
         lines += [f"| {r.run.name}{'' if r.run.fitted else ' (checked, not fitted)'} | {r.run.source} | "
-                  f"{r.run.layout.tp * r.run.layout.pp * r.run.layout.dp} | {r.published_tflops:.0f} | "
+                  f"{r.run.gpus} | {r.published_tflops:.0f} | "
                   f"{r.predicted_tflops:.0f} | {r.efficiency:.3f} | {r.error:+.1%} |" for r in rows]
         fitted = [r for r in rows if r.run.fitted]
         efficiency = presets.gpus()[gpu]["efficiency"]

@@ -72,6 +72,10 @@ class Run:
     step_time_s: float
     fitted: bool = True  # False: checked only (what the model does not describe)
 
+    @property
+    def gpus(self) -> int:
+        return self.layout.tp * self.layout.pp * self.layout.cp * self.layout.dp
+
 
 @dataclass(frozen=True)
 class Row:
@@ -153,8 +157,7 @@ def predict(run: Run, efficiency: float) -> float:
 def _hardware_tflops(run: Run, seconds: float) -> float:
     from generator.estimate.performance import step_flops
 
-    return step_flops(run.shape, run.global_batch, run.layout.recompute)[1] / seconds / \
-        (run.layout.tp * run.layout.pp * run.layout.cp * run.layout.dp) / 1e12
+    return step_flops(run.shape, run.global_batch, run.layout.recompute)[1] / seconds / run.gpus / 1e12
 
 
 def fit_efficiency(fitted: list[Run]) -> float:
