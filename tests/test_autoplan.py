@@ -381,3 +381,56 @@ def test_a_long_search_reports_its_progress(monkeypatch) -> None:
     monkeypatch.setattr(search_module, "PROGRESS_AFTER_S", 3600.0)
     run_search(doc, keep=1)
     assert calls == []
+
+
+AUTO_CASES = {  # sample -> the fields opened to the search
+    "llama3.1-405b-auto.yaml": {},
+    "mixtral-8x7b-moe.yaml": {"parallelism": ["tp", "pp", "ep", "distributed_optimizer"],
+                              "batch": ["micro_batch_size"], "training": ["recompute"]},
+    "llama3-8b-fp8.yaml": {"parallelism": ["tp", "pp", "cp", "vpp", "distributed_optimizer"],
+                           "batch": ["micro_batch_size"]},
+    "deepspeed-zero3-llama2-7b.yaml": {"parallelism": ["zero_stage"], "batch": ["micro_batch_size"],
+                                       "training": ["recompute"]},
+    "sft-llama3-8b-fsdp2.yaml": {"batch": ["micro_batch_size"], "training": ["recompute"]},
+    "cpu-tiny.yaml": {"parallelism": ["tp", "pp"], "batch": ["micro_batch_size"]},  # no peak: no time
+}
+
+
+@pytest.mark.parametrize("sample", sorted(AUTO_CASES))
+def test_the_search_estimates_every_candidate_as_the_plan_does(sample: str, tmp_path: Path) -> None:
+    """The search estimates its candidates as arrays through the plan's own formulas: every
+    candidate's memory and step time are exactly (bit for bit) what the one-layout estimate
+    gives, so the ranking is the plan's."""
+    from generator.autoplan import search as s
+    from generator.autoplan.space import domains, placeholders, searched
+    from generator.estimate.plan import hardware_of, usable_memory_gib
+    from generator.spec.load import Document
+    from generator.spec.model import build_spec
+
+    data = yaml.safe_load((ROOT / "samples" / sample).read_text(encoding="utf-8"))
+    for section, fields in AUTO_CASES[sample].items():
+        for name in fields:
+            data[section][name] = "auto"
+    path = tmp_path / sample
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    doc = load_document(path)
+    spec = build_spec(Document(doc.file, placeholders(doc.data), doc.root, doc.digest))
+    choices = domains(searched(doc.data), spec)
+    rows = list(s._layouts(spec, choices, s._Rules(s.spec_facts(spec)), s.Search()))
+    gpu = s._gpu(spec.cluster.gpu)
+    capacity = usable_memory_gib(spec, gpu)
+    hardware = hardware_of(gpu, spec.training.precision, spec.cluster.gpus_per_node)
+    recomputes = choices["recompute"]
+    totals, steps = s._estimate_all(spec, rows, recomputes, capacity, hardware)
+    assert len(rows) > 1 and len(totals) == len(rows) * len(recomputes)
+    shapes: dict = {}
+    differ = []
+    for i in range(len(totals)):
+        v = rows[i // len(recomputes)]
+        one = s._estimate(spec, s._shape(spec, v["tp"], shapes), v, recomputes[i % len(recomputes)],
+                          capacity, hardware)
+        if (one.memory.total, one.step_time) != (totals[i], steps[i]):
+            differ.append((v, recomputes[i % len(recomputes)], one.memory.total, totals[i],
+                           one.step_time, steps[i]))
+    assert not differ, differ[:3]
+    assert (hardware is None) == (not steps.any())

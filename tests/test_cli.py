@@ -154,3 +154,23 @@ def test_quiet_leaves_the_notes_out(tmp_path: Path) -> None:
     quiet = runner.invoke(app, ["generate", sample, "--target", "megatron", "--quiet"])
     assert "note: train_tokens" in loud.stderr and "note:" not in quiet.stderr
     assert quiet.stdout == loud.stdout and quiet.exit_code == loud.exit_code == 0
+
+
+def test_generate_imports_no_search_and_no_numpy(tmp_path: Path) -> None:
+    """A spec without auto fields is generated without the layout search or numpy (the CLI's
+    start-up stays the cost of what a generate needs); one with auto fields searches."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom generator.cli import entrypoint\n"
+            "try:\n    entrypoint(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "print(sorted(m for m in ('numpy', 'generator.autoplan.search') if m in sys.modules))")
+    env = {**os.environ, "GEN_LAUNCH_CACHE": str(tmp_path / "cache")}
+    seen = {}
+    for sample in ("seed-pretrain-256.yaml", "llama3.1-405b-auto.yaml"):
+        run = subprocess.run([sys.executable, "-c", code, str(ROOT / "samples" / sample), "--target", "all",
+                              "--out", str(tmp_path / sample)], capture_output=True, text=True, env=env,
+                             cwd=ROOT, check=True)
+        seen[sample] = run.stdout.strip().splitlines()[-1]
+    assert seen == {"seed-pretrain-256.yaml": "[]",
+                    "llama3.1-405b-auto.yaml": "['generator.autoplan.search', 'numpy']"}

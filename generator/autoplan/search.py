@@ -10,10 +10,13 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any
 
+import numpy
+
 from generator.autoplan.space import expressible, virtual_stages
-from generator.estimate.memory import Memory, estimate_memory
+from generator.estimate.memory import GIB, Memory, estimate_memory
 from generator.estimate.params import Shape
 from generator.estimate.performance import Performance, estimate_performance
 from generator.estimate.plan import hardware_of, spec_layout, usable_memory_gib
@@ -114,27 +117,48 @@ class _Rules:
     def __init__(self, static: dict[str, Fact]) -> None:
         self.static = {k: v for k, v in static.items() if k not in VARYING}
         self.cache: dict[tuple, Finding | None] = {}
-        self.by_level: list[list[tuple[Any, tuple[str, ...]]]] = [[] for _ in range(5)]
+        # per level: (rule, the varying values it reads, a getter of them from the level's values)
+        self.by_level: list[list[tuple[Any, tuple[str, ...], Any]]] = [[] for _ in range(5)]
         self.fixed: list[Finding] = []  # errors of the fixed values alone: no layout helps
         for rule in RULES.values():
             if rule.severity != "error":
                 continue
             names = tuple(n for n in (*rule.needs, *rule.optional) if n in _LEVEL)
             if names:
-                self.by_level[max(_LEVEL[n] for n in names)].append((rule, names))
+                self.by_level[max(_LEVEL[n] for n in names)].append((rule, names, itemgetter(*names)))
             elif (finding := rule.run(self.static)) is not None:
                 self.fixed.append(finding)
+        # a level's verdict, memoized on every value its rules read (one lookup for most calls)
+        self.level_reads = [itemgetter(*{n for _, names, _ in rules for n in names}) if rules else None
+                            for rules in self.by_level]
+        self.level_cache: dict[tuple, Finding | None] = {}
 
     def first_error(self, level: int, varying: dict[str, Any]) -> Finding | None:
-        for rule, names in self.by_level[level]:
-            key = (rule.code, *(varying.get(n) for n in names))
-            if key not in self.cache:
+        """The first rule of ``level`` that rejects ``varying`` (which sets every name of the
+        levels up to it)."""
+        if self.level_reads[level] is None:
+            return None
+        verdict = (level, self.level_reads[level](varying))
+        found = self.level_cache.get(verdict, _UNSEEN)
+        if found is _UNSEEN:
+            found = self.level_cache[verdict] = self._first_error(level, varying)
+        return found
+
+    def _first_error(self, level: int, varying: dict[str, Any]) -> Finding | None:
+        cache = self.cache
+        for rule, names, get in self.by_level[level]:
+            key = (rule.code, get(varying))
+            found = cache.get(key, _UNSEEN)
+            if found is _UNSEEN:
                 facts = {n: self.static[n] for n in (*rule.needs, *rule.optional) if n in self.static}
-                facts.update({n: Fact(varying[n], SEARCH) for n in names if varying.get(n) is not None})
-                self.cache[key] = rule.run(facts)
-            if self.cache[key] is not None:
-                return self.cache[key]
+                facts.update({n: Fact(varying[n], SEARCH) for n in names if varying[n] is not None})
+                found = cache[key] = rule.run(facts)
+            if found is not None:
+                return found
         return None
+
+
+_UNSEEN = object()
 
 
 PROGRESS_AFTER_S = 1.0  # a search that takes longer says how far it is
@@ -160,58 +184,119 @@ def search(spec, choices: dict[str, list], keep: int = 10, progress=_terminal_pr
     gpu = _gpu(spec.cluster.gpu)
     capacity = usable_memory_gib(spec, gpu)
     hardware = hardware_of(gpu, spec.training.precision, spec.cluster.gpus_per_node)
-    megatron = spec.framework.startswith("megatron")
-    shapes: dict[int, Shape] = {}  # by tp: Megatron pads the vocabulary for it
-    fitting: list[Candidate] = []
     rules = _Rules(spec_facts(spec))
     if rules.fixed:
         raise PlanError(rules.fixed)
+    recomputes = choices["recompute"]
+    rows: list[dict[str, Any]] = []  # the layouts that pass the rules, in the order found
     for v in _layouts(spec, choices, rules, out):
-        out.layouts += 1
-        for recompute in choices["recompute"]:
-            tp = v["tp"] if megatron else 1
-            if tp not in shapes:
-                shapes[tp] = Shape.of(spec.model, spec.model.padded_vocab_size(tp) if megatron else None)
-            candidate = _estimate(spec, shapes[tp], v, recompute, capacity, hardware)
-            out.evaluated += 1
-            if out.evaluated % 2000 == 0 and time.perf_counter() - start > PROGRESS_AFTER_S:
-                progress(out.evaluated, time.perf_counter() - start, False)
-                reported = True
-            if out.smallest is None or candidate.memory.total < out.smallest.memory.total:
-                out.smallest = candidate
-            if candidate.memory.fits is not False:
-                fitting.append(candidate)
-    out.fitting = len(fitting)
+        rows.append(v)
+        if len(rows) % 1000 == 0 and time.perf_counter() - start > PROGRESS_AFTER_S:
+            progress(len(rows) * len(recomputes), time.perf_counter() - start, False)
+            reported = True
+    out.layouts = len(rows)
+    out.evaluated = len(rows) * len(recomputes)  # candidate i: layout i // R with recompute i % R
+    totals, steps = _estimate_all(spec, rows, recomputes, capacity, hardware)
     if reported:
         progress(out.evaluated, time.perf_counter() - start, True)
-    fitting.sort(key=lambda x: (x.step_time, -x.headroom))
+    shapes: dict[int, Shape] = {}
+
+    def candidate(i: int) -> Candidate:
+        v = rows[i // len(recomputes)]
+        return _estimate(spec, _shape(spec, v["tp"], shapes), v, recomputes[i % len(recomputes)],
+                         capacity, hardware)
+
+    if rows:
+        out.smallest = candidate(int(numpy.argmin(totals)))
+    fitting = numpy.flatnonzero(totals <= capacity * GIB) if capacity is not None else \
+        numpy.arange(len(totals))
+    out.fitting = len(fitting)
+    headroom = (capacity or 0.0) * GIB - totals[fitting]
     seen: set[tuple] = set()
-    for candidate in fitting:  # each parallel layout once, with its best micro batch and settings
+    # fastest first, then the most headroom, then the order found
+    for i in fitting[numpy.lexsort((fitting, -headroom, steps[fitting]))]:
         if len(out.ranked) == keep:
             break
-        if candidate.layout in seen:
+        v = rows[i // len(recomputes)]
+        if (v["tp"], v["pp"], v["cp"], v["ep"]) in seen:  # each parallel layout once, at its best
             continue
-        error = _refusal(spec, candidate)
+        best = candidate(int(i))
+        error = _refusal(spec, best)
         if error is None:
-            out.ranked.append(candidate)
-            seen.add(candidate.layout)
+            out.ranked.append(best)
+            seen.add(best.layout)
         else:
             out.refused[error] += 1
     out.seconds = time.perf_counter() - start
     return out
 
 
+# what differs between the candidates estimated together as arrays: the numbers (each a column)
+_COLUMNS = ("pp", "cp", "ep", "vpp", "dp", "micro_batch_size", "gradient_accumulation_steps",
+            "global_batch_size", "first_stage_layers", "last_stage_layers")
+
+
+def _estimate_all(spec, rows: list[dict[str, Any]], recomputes: list[str], capacity: float | None,
+                  hardware) -> tuple[numpy.ndarray, numpy.ndarray]:
+    """(memory total, step time) of every candidate, by the plan's own formulas over arrays:
+    the candidates that share tp (the model's padded vocabulary), sharding, recompute and
+    which pipeline stage counts are given are one Layout whose sizes are arrays."""
+    n = len(recomputes)
+    totals, steps = numpy.zeros(len(rows) * n), numpy.zeros(len(rows) * n)
+    groups: dict[tuple, list[int]] = {}
+    for i, v in enumerate(rows):
+        key = (v["tp"], v["etp"], v["sequence_parallel"], v["zero_stage"], v["distributed_optimizer"],
+               v["first_stage_layers"] is None, v["last_stage_layers"] is None)
+        groups.setdefault(key, []).append(i)
+    shapes: dict[int, Shape] = {}
+    for (tp, etp, sp, zero, dist_opt, *_), members in groups.items():
+        index = numpy.array(members) * n
+        columns = {name: None if rows[members[0]][name] is None else
+                   numpy.array([rows[i][name] for i in members]) for name in _COLUMNS}
+        for r, recompute in enumerate(recomputes):
+            layout = spec_layout(spec, zero_stage=zero, distributed_optimizer=dist_opt, recompute=recompute,
+                                 tp=tp, etp=etp, sequence_parallel=sp, pp=columns["pp"], cp=columns["cp"],
+                                 ep=columns["ep"], vpp=columns["vpp"], dp=columns["dp"],
+                                 micro_batch_size=columns["micro_batch_size"],
+                                 num_microbatches=columns["gradient_accumulation_steps"],
+                                 first_stage_layers=columns["first_stage_layers"],
+                                 last_stage_layers=columns["last_stage_layers"])
+            shape = _shape(spec, tp, shapes)
+            totals[index + r] = estimate_memory(shape, layout, capacity).total
+            if hardware is not None:
+                # (the global batch as floats: a step's FLOPs overflow int64)
+                steps[index + r] = estimate_performance(shape, layout, hardware,
+                                                        columns["global_batch_size"].astype(float),
+                                                        spec.model.moe_top_k).step_time_s
+    return totals, steps
+
+
+def _shape(spec, tp: int, shapes: dict[int, Shape]) -> Shape:
+    """The model as built for a tp (Megatron pads the vocabulary for it), one per tp."""
+    if tp not in shapes:
+        megatron = spec.framework.startswith("megatron")
+        shapes[tp] = Shape.of(spec.model, spec.model.padded_vocab_size(tp) if megatron else None)
+    return shapes[tp]
+
+
 def _layouts(spec, choices: dict[str, list], rules: _Rules, out: Search):
     """Every combination of the choices that passes the structural rules, as the varying facts;
     the rules of a level run as soon as its values are set, so a rejection prunes the levels
     below it."""
-    levels = (_tensor, _sizes, _pipelines, _batches, _sharding)
+    # each level's values, from the values of the levels above that it reads (memoized on them)
+    levels = ((_tensor, ()), (_sizes, ("tp",)), (_pipelines, ("pp", "dp")), (_batches, ("dp",)),
+              (_sharding, ()))
+    memo: dict[tuple, list[dict[str, Any]]] = {}
 
     def expand(level: int, v: dict[str, Any]):
         if level == len(levels):
             yield v
             return
-        for update in levels[level](spec, choices, v):
+        make, reads = levels[level]
+        key = (level, *(v[n] for n in reads))
+        if key not in memo:
+            memo[key] = list(make(spec, choices, v))
+        for update in memo[key]:
             values = {**v, **update}
             finding = rules.first_error(level, values)
             if finding is not None:

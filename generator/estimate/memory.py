@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from generator.estimate.params import Shape, count_params
+from generator.estimate.vectors import maximum, minimum, where
 
 GIB = 1 << 30
 # What the formulas miss: CUDA context and NCCL buffers (a fixed amount per GPU) plus allocator
@@ -60,13 +61,13 @@ class Layout:
     def expert_dp(self) -> int:
         """The ranks that hold the same experts (world / (etp × ep × pp)), over which the experts'
         sharded state is split (megatron-core's expert data-parallel group; DeepSpeed's too)."""
-        return max(1, self.tp * self.pp * self.cp * self.dp // (self.etp * self.ep * self.pp))
+        return maximum(1, self.tp * self.pp * self.cp * self.dp // (self.etp * self.ep * self.pp))
 
     def stage_layers(self, num_layers: int) -> tuple[float, float, float]:
         """(first, middle, last) stage layer counts (all L/p when the pipeline is even)."""
         given = [x for x in (self.first_stage_layers, self.last_stage_layers) if x is not None]
         middle_stages = self.pp - len(given)
-        middle = (num_layers - sum(given)) / middle_stages if middle_stages else 0.0
+        middle = where(middle_stages > 0, (num_layers - sum(given)) / maximum(middle_stages, 1), 0.0)
         first = self.first_stage_layers if self.first_stage_layers is not None else middle
         last = self.last_stage_layers if self.last_stage_layers is not None else middle
         return first, middle, last
@@ -155,14 +156,19 @@ def estimate_memory(shape: Shape, layout: Layout, capacity_gib: float | None) ->
     stage is given fewer layers, the second (p − 1 in flight) — whichever is largest."""
     first_layers, middle_layers, last_layers = layout.stage_layers(shape.num_layers)
     p = layout.pp
-    first = stage_memory(shape, layout, capacity_gib, first_layers, p, first=True, last=p == 1)
-    if p == 1:
-        return first
-    stages = [first, stage_memory(shape, layout, capacity_gib, last_layers, 1, first=False, last=True)]
-    if p > 2 and middle_layers > first_layers:
-        stages.append(stage_memory(shape, layout, capacity_gib, middle_layers, p - 1,
-                                   first=False, last=False, name="second"))
-    return max(stages, key=lambda m: m.total)
+    most = stage_memory(shape, layout, capacity_gib, first_layers, p, first=True, last=p == 1)
+    others = ((p > 1, stage_memory(shape, layout, capacity_gib, last_layers, 1, first=False, last=True)),
+              ((p > 2) & (middle_layers > first_layers),
+               stage_memory(shape, layout, capacity_gib, middle_layers, p - 1, first=False, last=False,
+                            name="second")))
+    for counted, stage in others:  # the first of the largest (ties keep the earlier stage)
+        larger = counted & (stage.total > most.total)
+        most = Memory(*(where(larger, getattr(stage, f), getattr(most, f)) for f in _PARTS),
+                      capacity=most.capacity, stage=where(larger, stage.stage, most.stage))
+    return most
+
+
+_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "other")
 
 
 def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layers: float,
@@ -177,9 +183,9 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     stage_dense, stage_expert = layers * dense, layers * expert
     if first:
         stage_dense += params.embedding / layout.tp
-    if last:  # a tied output layer keeps its own copy of the word embeddings on the last stage
-        output = params.output or (0 if first else shape.vocab_size * shape.hidden_size)
-        stage_dense += (output + params.final_norm) / layout.tp
+    # a tied output layer keeps its own copy of the word embeddings on the last stage
+    output = params.output or (0 if first else shape.vocab_size * shape.hidden_size)
+    stage_dense = stage_dense + where(last, (output + params.final_norm) / layout.tp, 0.0)
     kept = (layout.optimizer_states, layout.main_grads)
     dense_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.state_shards, *kept)
     expert_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.expert_dp, *kept) \
@@ -190,13 +196,13 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     # 1F1B: the first stage holds p micro-batches in flight of its layers (L/p each when even:
     # all L layers' worth), times the interleaving penalty; fewer micro-batches than stages hold
     # fewer; the last stage holds one micro-batch of its own layers.
-    flight = layers * min(in_flight, max(layout.num_microbatches, 1))
-    if in_flight > 1 and layout.vpp > 1:
-        flight = layers * in_flight * (1 + (layout.pp - 1) / (layout.pp * layout.vpp))
+    flight = where((in_flight > 1) & (layout.vpp > 1),
+                   layers * in_flight * (1 + (layout.pp - 1) / (layout.pp * layout.vpp)),
+                   layers * minimum(in_flight, maximum(layout.num_microbatches, 1)))
     activations = activation_bytes_per_layer(shape, layout) * flight
-    logits = 0.0
-    if last:  # fp32 logits of the loss, split by tp (and cp)
-        logits = 4 * shape.seq_length / layout.cp * layout.micro_batch_size * shape.vocab_size / layout.tp
+    # the last stage: fp32 logits of the loss, split by tp (and cp)
+    logits = where(last, 4 * shape.seq_length / layout.cp * layout.micro_batch_size * shape.vocab_size
+                   / layout.tp, 0.0)
     if layout.offload != "none":
         opts = 0.0  # optimizer states (and the update) live in CPU memory
     if layout.offload == "optimizer_and_params":

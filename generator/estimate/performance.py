@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from generator.estimate.memory import Layout
 from generator.estimate.params import Shape, count_params
+from generator.estimate.vectors import maximum, minimum, where
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def gemm_rows_factor(shape: Shape, layout: Layout) -> float:
 
 
 def slowest_stage_layers(shape: Shape, layout: Layout) -> float:
-    return max(layout.stage_layers(shape.num_layers))
+    return maximum(*layout.stage_layers(shape.num_layers))
 
 
 def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
@@ -152,66 +153,63 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         balance *= core / forward + (1 - core / forward) / FP8_GEMM_SPEEDUP
     compute = hardware / gpus / (hw.peak_tflops * 1e12 * hw.efficiency * gemm_rows_factor(shape, layout)) \
         * balance
-    m = max(layout.num_microbatches, 1)
+    m = maximum(layout.num_microbatches, 1)
     memory = memory_bound_seconds(shape, layout, hw) * m
     bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
     # TP: 2 all-reduces forward and 2 backward per layer (2 more forward with full recompute),
     # each of b·s·h 16-bit values; a ring moves 2(t−1)/t of it per GPU.
-    tp_comm = 0.0
-    if layout.tp > 1:
-        passes = 6 if layout.recompute == "full" else 4
-        volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size
-        per_layer = passes * 2 * (layout.tp - 1) / layout.tp * volume
-        link = link_gbps(layout, "tp", hw)
-        tp_comm = per_layer * slowest_stage_layers(shape, layout) * m / (link * 1e9)
-        if layout.tp_comm_overlap and in_node(layout, "tp", hw.gpus_per_node):
-            # Transformer Engine's userbuffers split each gather / scatter into tp chunks
-            # pipelined with the neighbouring linear layer's GEMM: the first chunk stays
-            # exposed, the rest hides under the layers' linear GEMMs (not the attention core)
-            forward, core = forward_flops_per_token(shape, top_k)
-            tp_comm -= min(tp_comm * (1 - 1 / layout.tp), compute * (1 - core / forward))
+    # (each collective's cost below is zero where its group has one rank)
+    passes = 6 if layout.recompute == "full" else 4
+    volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size
+    per_layer = passes * 2 * (layout.tp - 1) / layout.tp * volume
+    link = link_gbps(layout, "tp", hw)
+    tp_comm = per_layer * slowest_stage_layers(shape, layout) * m / (link * 1e9)
+    if layout.tp_comm_overlap:
+        # Transformer Engine's userbuffers split each gather / scatter into tp chunks
+        # pipelined with the neighbouring linear layer's GEMM (inside a node): the first chunk
+        # stays exposed, the rest hides under the layers' linear GEMMs (not the attention core)
+        forward, core = forward_flops_per_token(shape, top_k)
+        tp_comm = tp_comm - where(in_node(layout, "tp", hw.gpus_per_node),
+                                  minimum(tp_comm * (1 - 1 / layout.tp), compute * (1 - core / forward)), 0.0)
     # CP: each rank gathers the other ranks' K and V per layer (forward, and their gradients back),
     # 2 · b · s/cp · kv-width 16-bit values from each of the cp − 1 others.
-    cp_comm = 0.0
-    if layout.cp > 1:
-        passes = 4 if layout.recompute == "full" else 3
-        kv = shape.num_query_groups * shape.head_dim / layout.tp
-        volume = 2 * 2 * layout.micro_batch_size * shape.seq_length / layout.cp * kv * (layout.cp - 1)
-        link = link_gbps(layout, "cp", hw)
-        cp_comm = passes * volume * slowest_stage_layers(shape, layout) * m / (link * 1e9)
-    pp_comm = 0.0
-    if layout.pp > 1:
-        # each virtual stage sends its output forward and its input gradient back per micro-batch:
-        # b·s/cp·h 16-bit values, split over the tp ranks (Megatron's scatter/gather), on the
-        # inter-node link once the pipeline leaves the node (Narayanan et al. 2021, §4.1)
-        volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size / layout.tp
-        link = link_gbps(layout, "pp", hw)
-        pp_comm = 2 * m * layout.vpp * (volume / (link * 1e9) + P2P_LATENCY_S)
-    dp_comm = zero3 = 0.0
-    if layout.dp > 1:
-        p = count_params(shape)
-        # dense gradients are reduced over the data × context parallel ranks (the ranks of a
-        # context-parallel group hold the same weights); an MoE model's routed experts among
-        # the ranks holding the same experts (the expert data-parallel group), each GPU holding
-        # 1/(ep·etp) of them
-        experts = p.layers_experts if shape.num_experts else 0
-        stage_params = (p.total - experts) / (layout.tp * layout.pp)
-        share = (layout.dp * layout.cp - 1) / (layout.dp * layout.cp)
-        expert_share = (layout.expert_dp - 1) / layout.expert_dp
-        # a ring all-reduce moves 2Ψ per GPU; ZeRO-3 reduce-scatters the gradients (Ψ) and
-        # all-gathers the 16-bit parameters for every micro-batch's forward and backward (2mΨ)
-        factor = (1 if layout.sharding == "zero3" else 2) * 2
-        # each group on its own link: NVLink when all its ranks share a node (a one-node job)
-        dp_total = factor * share * stage_params / (link_gbps(layout, "dp_cp", hw) * 1e9) + \
-            factor * expert_share * experts / (layout.ep * layout.etp * layout.pp) \
-            / (link_gbps(layout, "expert_dp", hw) * 1e9)
-        backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
-        dp_comm = max(dp_total - backward, dp_total / shape.num_layers) if layout.overlap_grad_reduce \
-            else dp_total
-        if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
-            link = hw.intranode_gbps if layout.shard_dp else link_gbps(layout, "dp_cp", hw)
-            gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
-            zero3 = max(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
+    passes = 4 if layout.recompute == "full" else 3
+    kv = shape.num_query_groups * shape.head_dim / layout.tp
+    volume = 2 * 2 * layout.micro_batch_size * shape.seq_length / layout.cp * kv * (layout.cp - 1)
+    link = link_gbps(layout, "cp", hw)
+    cp_comm = passes * volume * slowest_stage_layers(shape, layout) * m / (link * 1e9)
+    # each virtual stage sends its output forward and its input gradient back per micro-batch:
+    # b·s/cp·h 16-bit values, split over the tp ranks (Megatron's scatter/gather), on the
+    # inter-node link once the pipeline leaves the node (Narayanan et al. 2021, §4.1)
+    volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size / layout.tp
+    link = link_gbps(layout, "pp", hw)
+    pp_comm = where(layout.pp > 1, 2 * m * layout.vpp * (volume / (link * 1e9) + P2P_LATENCY_S), 0.0)
+    p = count_params(shape)
+    # dense gradients are reduced over the data × context parallel ranks (the ranks of a
+    # context-parallel group hold the same weights); an MoE model's routed experts among the
+    # ranks holding the same experts (the expert data-parallel group), each GPU holding
+    # 1/(ep·etp) of them
+    experts = p.layers_experts if shape.num_experts else 0
+    stage_params = (p.total - experts) / (layout.tp * layout.pp)
+    share = (layout.dp * layout.cp - 1) / (layout.dp * layout.cp)
+    expert_share = (layout.expert_dp - 1) / layout.expert_dp
+    # a ring all-reduce moves 2Ψ per GPU; ZeRO-3 reduce-scatters the gradients (Ψ) and
+    # all-gathers the 16-bit parameters for every micro-batch's forward and backward (2mΨ)
+    factor = (1 if layout.sharding == "zero3" else 2) * 2
+    # each group on its own link: NVLink when all its ranks share a node (a one-node job)
+    dp_total = factor * share * stage_params / (link_gbps(layout, "dp_cp", hw) * 1e9) + \
+        factor * expert_share * experts / (layout.ep * layout.etp * layout.pp) \
+        / (link_gbps(layout, "expert_dp", hw) * 1e9)
+    backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
+    dp_comm = where(layout.overlap_grad_reduce,
+                    maximum(dp_total - backward, dp_total / shape.num_layers), dp_total)
+    dp_comm = where(layout.dp > 1, dp_comm, 0.0)
+    zero3 = 0.0
+    if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
+        link = hw.intranode_gbps if layout.shard_dp else link_gbps(layout, "dp_cp", hw)
+        gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
+        zero3 = maximum(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
+        zero3 = where(layout.dp > 1, zero3, 0.0)
     moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
     step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
@@ -226,17 +224,15 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     among the ep ranks, keeping 1/ep; the all-gather dispatcher gathers every token of the
     expert tensor × expert parallel group and reduce-scatters the results back, of which the
     tp part is the sequence-parallel gather the tensor-parallel cost already counts."""
-    if not shape.num_experts or layout.ep < 2:
+    if not shape.num_experts:
         return 0.0
     tokens = layout.micro_batch_size * shape.seq_length / layout.cp
     if layout.sequence_parallel:
         tokens /= layout.tp
-    if layout.moe_dispatcher == "allgather":
-        volume = 2 * tokens * shape.hidden_size * (layout.etp * layout.ep - layout.etp)
-        link = link_gbps(layout, "tp_ep", hw)
-    else:
-        volume = 2 * tokens * (top_k or 1) * shape.hidden_size * (layout.ep - 1) / layout.ep
-        link = link_gbps(layout, "ep", hw)
+    allgather = layout.moe_dispatcher == "allgather"  # (either moves nothing with one ep rank)
+    volume = where(allgather, 2 * tokens * shape.hidden_size * (layout.etp * layout.ep - layout.etp),
+                   2 * tokens * (top_k or 1) * shape.hidden_size * (layout.ep - 1) / layout.ep)
+    link = where(allgather, link_gbps(layout, "tp_ep", hw), link_gbps(layout, "ep", hw))
     exchanges = 6 if layout.recompute == "full" else 4
     moe_share = (shape.num_layers - shape.moe_dense_layers) / shape.num_layers
     moe_layers = slowest_stage_layers(shape, layout) * moe_share
@@ -263,11 +259,11 @@ def in_node(layout: Layout, group: str, gpus_per_node: int) -> bool:
     of stride × size, so all of them do when a block divides the node or the whole job fits in
     one; otherwise a node boundary falls inside some block, whose group sets the pace."""
     stride, size = RANK_GROUPS[group](layout)
-    return size == 1 or gpus_per_node % (stride * size) == 0 or \
-        layout.tp * layout.cp * layout.dp * layout.pp <= gpus_per_node
+    return (size == 1) | (gpus_per_node % (stride * size) == 0) | \
+        (layout.tp * layout.cp * layout.dp * layout.pp <= gpus_per_node)
 
 
 def link_gbps(layout: Layout, group: str, hw: Hardware) -> float:
     """The per-GPU bandwidth a group's collectives run at: NVLink inside a node, else the
     inter-node link."""
-    return hw.intranode_gbps if in_node(layout, group, hw.gpus_per_node) else hw.internode_gbps
+    return where(in_node(layout, group, hw.gpus_per_node), hw.intranode_gbps, hw.internode_gbps)

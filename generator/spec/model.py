@@ -91,8 +91,11 @@ class Model:
     moe_grouped_gemm: bool = False
 
     def token_dispatcher(self, ep: int) -> str:
-        """The MoE token dispatcher: the one given, else alltoall with ep > 1, else allgather."""
-        return self.moe_token_dispatcher or ("alltoall" if ep > 1 else "allgather")
+        """The MoE token dispatcher: the one given, else alltoall with ep > 1, else allgather
+        (``ep`` may be an array of auto-plan candidates'."""
+        from generator.estimate.vectors import where
+
+        return self.moe_token_dispatcher or where(ep > 1, "alltoall", "allgather")
 
     def padded_vocab_size(self, tp: int) -> int:
         """The vocabulary Megatron builds: rounded up to make_vocab_size_divisible_by × tp."""
