@@ -510,3 +510,25 @@ def test_tp_comm_overlap_hides_all_but_one_chunk_of_the_tensor_parallel_traffic(
     across = Hardware(989, 0.6, 3.35, 450, 50, 4)
     assert estimate_performance(shape, layout, across, 64).tp_comm_s == \
         pytest.approx(estimate_performance(shape, replace(layout, tp_comm_overlap=False), across, 64).tp_comm_s)
+
+
+def test_gradients_are_reduced_with_one_data_parallel_rank_too() -> None:
+    """dp 1 is no reason for no gradient reduction: with cp 2 the two context-parallel ranks hold
+    the same weights and all-reduce their gradients (megatron-core's dp × cp group), and an MoE
+    model's experts are reduced over the expert data-parallel ranks (tp 8, etp 1, ep 2: 4 of
+    them) whatever dp is; a dense tp-only layout has nothing to reduce."""
+    from generator.estimate.memory import Layout
+    from generator.estimate.performance import Hardware, estimate_performance
+
+    hw = Hardware(989, 0.6, 3.35, 450, 50, 8)
+    dense = Shape(8, 4096, 32, 8, 14336, 128256, 8192)
+    params = count_params(dense).total
+    context = estimate_performance(dense, Layout(tp=4, cp=2, dp=1, overlap_grad_reduce=False), hw, 8)
+    assert context.dp_comm_s == pytest.approx(2 * 2 * (1 / 2) * params / 4 / 450e9)
+    assert estimate_performance(dense, Layout(tp=8, dp=1), hw, 8).dp_comm_s == 0.0
+    moe = Shape(8, 4096, 32, 8, 14336, 128256, 8192, num_experts=8)
+    experts = count_params(moe).layers_experts
+    layout = Layout(tp=8, etp=1, ep=2, dp=1, overlap_grad_reduce=False)
+    assert layout.expert_dp == 4
+    assert estimate_performance(moe, layout, hw, 8).dp_comm_s == pytest.approx(
+        2 * 2 * (3 / 4) * experts / 2 / 450e9)

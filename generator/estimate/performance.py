@@ -203,13 +203,11 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
     dp_comm = where(layout.overlap_grad_reduce,
                     maximum(dp_total - backward, dp_total / shape.num_layers), dp_total)
-    dp_comm = where(layout.dp > 1, dp_comm, 0.0)
     zero3 = 0.0
     if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
         link = hw.intranode_gbps if layout.shard_dp else link_gbps(layout, "dp_cp", hw)
         gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
         zero3 = maximum(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
-        zero3 = where(layout.dp > 1, zero3, 0.0)
     moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
     step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
