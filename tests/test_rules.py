@@ -198,6 +198,10 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
     "GL226": [({"fp8_recipe": "mxfp8", "nvidia_cc": 9.0, "gpu": "h100-80gb"},
                {"fp8_recipe": "mxfp8", "nvidia_cc": 10.0, "gpu": "b200"},
                "fp8_recipe mxfp8 needs Blackwell's block-scaled FP8 tensor cores"),
+              # --fp8-recipe without --fp8-format: Megatron ignores it, the run does not fail
+              ({"fp8_recipe": "mxfp8", "nvidia_cc": 9.0, "gpu": "h100-80gb", "precision": "fp8"},
+               {"fp8_recipe": "mxfp8", "nvidia_cc": 9.0, "gpu": "h100-80gb", "precision": "bf16"},
+               "fp8_recipe mxfp8 needs Blackwell's block-scaled FP8 tensor cores"),
               ({"fp8_recipe": "blockwise", "megatron_dialect": "megatron-lm", "megatron_version": "core_v0.13"},
                {"fp8_recipe": "blockwise", "megatron_dialect": "megatron-lm", "megatron_version": "core_v0.14"},
                "fp8_recipe blockwise needs megatron-core 0.14")],

@@ -395,9 +395,9 @@ def tp_comm_overlap_requirements(tp_comm_overlap: bool, tp: int | None = None,
       "FP8 recipe blockwise needs megatron-core 0.14, mxfp8 a Blackwell GPU.")
 def fp8_recipe_requirements(fp8_recipe: str, megatron_version: str | None = None,
                             megatron_dialect: str | None = None, nvidia_cc: float | None = None,
-                            gpu: str | None = None) -> str | None:
+                            gpu: str | None = None, precision: str | None = None) -> str | None:
     """training.fp8_recipe (--fp8-recipe) picks how Transformer Engine scales the FP8 tensors
-    (Megatron reads it only with --fp8-format; without precision fp8 nothing is written).
+    (Megatron reads it only with --fp8-format: a run in another precision ignores it).
     blockwise is a choice of megatron-core 0.14 and later (earlier parsers refuse it); mxfp8
     scales 32-element blocks in the tensor cores of Blackwell (compute capability 10) and later,
     which Transformer Engine refuses on Hopper. Fix: a newer megatron.version, or delayed /
@@ -406,6 +406,8 @@ def fp8_recipe_requirements(fp8_recipe: str, megatron_version: str | None = None
     Example: fp8_recipe mxfp8 on h100-80gb."""
     from generator.dialects import dialect
 
+    if precision is not None and precision != "fp8":
+        return None
     if fp8_recipe == "blockwise" and megatron_dialect is not None and \
             not dialect(megatron_dialect, megatron_version).can("fp8_blockwise"):
         return (f"fp8_recipe blockwise needs megatron-core 0.14 or later (megatron.version is "
