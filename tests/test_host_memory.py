@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.estimate.host import node_capacity, optimizer_rank_zeros, rank_params
-from generator.estimate.memory import GIB, Layout
+from generator.estimate.host import node_capacity, optimizer_rank_zeros
+from generator.estimate.memory import GIB, Layout, rank_params
 from generator.estimate.params import count_params
 from generator.estimate.plan import layout_of, shape_of
 
@@ -52,7 +52,7 @@ def test_the_distributed_optimizers_file_is_read_by_data_parallel_rank_zero(tmp_
     layout = layout_of(plan)
     assert (layout.tp, layout.dp) == (2, 8)
     assert optimizer_rank_zeros(layout, 8) == 2
-    per_rank = rank_params(shape_of(plan), layout)
+    per_rank = sum(rank_params(shape_of(plan), layout))
     assert plan.estimate().host.bytes_per_node == pytest.approx(8 * 2 * per_rank + 2 * 12 * per_rank)
     assert plan.estimate().host.capacity is None and plan.estimate().host.fits is None
     # weights only when fine-tuning from converted weights

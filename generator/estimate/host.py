@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from generator.estimate.memory import GIB, Layout, state_bytes_per_param
+from generator.estimate.memory import GIB, Layout, rank_params, state_bytes_per_param
 from generator.estimate.params import Shape, count_params
 
 
@@ -48,14 +48,6 @@ class HostLoad:
         return {"gib_per_node": round(self.bytes_per_node / GIB, 2), "how": self.how,
                 "capacity_gib": None if self.capacity is None else round(self.capacity / GIB, 2),
                 "fits": self.fits}
-
-
-def rank_params(shape: Shape, layout: Layout) -> float:
-    """The parameters one rank holds: its tp/pp share of the dense ones, its ep/etp/pp share of
-    the experts."""
-    p = count_params(shape)
-    experts = p.layers_experts if shape.num_experts else 0
-    return (p.total - experts) / (layout.tp * layout.pp) + experts / (layout.ep * layout.etp * layout.pp)
 
 
 def optimizer_rank_zeros(layout: Layout, gpus_per_node: int) -> int:
@@ -101,7 +93,7 @@ def host_load(plan, shape: Shape, layout: Layout) -> HostLoad | None:
         return None
     resume = ckpt.dir is not None  # the folder it saves to is the one it resumes from
     what = "resuming from checkpoint.dir" if resume else "loading checkpoint.finetune_from (weights only)"
-    params = rank_params(shape, layout)
+    params = sum(rank_params(shape, layout))
     if plan.framework == "megatron-deepspeed":
         optimizer = state_bytes(layout) * params / max(plan.dp, 1) if resume else 0.0
         return HostLoad(per_node * (weight_bytes * params + optimizer), f"{what}: DeepSpeed's engine "

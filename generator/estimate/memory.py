@@ -102,6 +102,15 @@ class Memory:
                 "capacity_gib": g(self.capacity), "fits": self.fits, "stage": self.stage}
 
 
+def rank_params(shape: Shape, layout: Layout) -> tuple[float, float]:
+    """(dense, routed-expert) parameters one rank holds on average: its tp × pp share of the
+    dense ones (an MoE model's attention, shared experts and dense layers too), its
+    ep × etp × pp share of the routed experts."""
+    p = count_params(shape)
+    experts = p.layers_experts if shape.num_experts else 0
+    return (p.total - experts) / (layout.tp * layout.pp), experts / (layout.ep * layout.etp * layout.pp)
+
+
 def state_bytes_per_param(precision: str, sharding: str, dp: int, optimizer_states: str = "fp32",
                           main_grads: str = "fp32") -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per parameter with Adam.

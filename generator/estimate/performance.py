@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from generator.estimate.memory import Layout
-from generator.estimate.params import Shape, count_params
+from generator.estimate.memory import Layout, rank_params
+from generator.estimate.params import Shape
 from generator.estimate.vectors import maximum, minimum, where
 
 
@@ -184,13 +184,10 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size / layout.tp
     link = link_gbps(layout, "pp", hw)
     pp_comm = where(layout.pp > 1, 2 * m * layout.vpp * (volume / (link * 1e9) + P2P_LATENCY_S), 0.0)
-    p = count_params(shape)
     # dense gradients are reduced over the data × context parallel ranks (the ranks of a
     # context-parallel group hold the same weights); an MoE model's routed experts among the
-    # ranks holding the same experts (the expert data-parallel group), each GPU holding
-    # 1/(ep·etp) of them
-    experts = p.layers_experts if shape.num_experts else 0
-    stage_params = (p.total - experts) / (layout.tp * layout.pp)
+    # ranks holding the same experts (the expert data-parallel group)
+    stage_params, stage_experts = rank_params(shape, layout)
     share = (layout.dp * layout.cp - 1) / (layout.dp * layout.cp)
     expert_share = (layout.expert_dp - 1) / layout.expert_dp
     # a ring all-reduce moves 2Ψ per GPU; ZeRO-3 reduce-scatters the gradients (Ψ) and
@@ -198,8 +195,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     factor = (1 if layout.sharding == "zero3" else 2) * 2
     # each group on its own link: NVLink when all its ranks share a node (a one-node job)
     dp_total = factor * share * stage_params / (link_gbps(layout, "dp_cp", hw) * 1e9) + \
-        factor * expert_share * experts / (layout.ep * layout.etp * layout.pp) \
-        / (link_gbps(layout, "expert_dp", hw) * 1e9)
+        factor * expert_share * stage_experts / (link_gbps(layout, "expert_dp", hw) * 1e9)
     backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
     dp_comm = where(layout.overlap_grad_reduce,
                     maximum(dp_total - backward, dp_total / shape.num_layers), dp_total)
