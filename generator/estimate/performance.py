@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from generator.estimate.memory import Layout, rank_params
 from generator.estimate.params import Shape
@@ -66,6 +67,7 @@ class Performance:
         return self.hardware_flops / self.step_time_s / self.gpus / 1e12 / self.peak_tflops
 
 
+@lru_cache(maxsize=256)  # (the step time reads it up to three times per estimate)
 def forward_flops_per_token(shape: Shape, top_k: int | None = None) -> tuple[float, float]:
     """(forward FLOPs per token for matmuls and logits, of which attention scores and values)."""
     h, s = shape.hidden_size, shape.seq_length
