@@ -239,8 +239,8 @@ _COLUMNS = ("pp", "cp", "ep", "vpp", "dp", "micro_batch_size", "gradient_accumul
 def _estimate_all(spec, rows: list[dict[str, Any]], recomputes: list[str], capacity: float | None,
                   hardware) -> tuple[numpy.ndarray, numpy.ndarray]:
     """(memory total, step time) of every candidate, by the plan's own formulas over arrays:
-    the candidates that share tp (the model's padded vocabulary), sharding, recompute and
-    which pipeline stage counts are given are one Layout whose sizes are arrays."""
+    the candidates that share tp (the model's padded vocabulary), sharding and which pipeline
+    stage counts are given are one Layout whose sizes and recompute are arrays."""
     n = len(recomputes)
     totals, steps = numpy.zeros(len(rows) * n), numpy.zeros(len(rows) * n)
     groups: dict[tuple, list[int]] = {}
@@ -250,24 +250,25 @@ def _estimate_all(spec, rows: list[dict[str, Any]], recomputes: list[str], capac
         groups.setdefault(key, []).append(i)
     shapes: dict[int, Shape] = {}
     for (tp, etp, sp, zero, dist_opt, *_), members in groups.items():
-        index = numpy.array(members) * n
+        # candidate i is layout i // n with recompute i % n
+        index = (numpy.array(members)[:, None] * n + numpy.arange(n)).ravel()
         columns = {name: None if rows[members[0]][name] is None else
-                   numpy.array([rows[i][name] for i in members]) for name in _COLUMNS}
-        for r, recompute in enumerate(recomputes):
-            layout = spec_layout(spec, zero_stage=zero, distributed_optimizer=dist_opt, recompute=recompute,
-                                 tp=tp, etp=etp, sequence_parallel=sp, pp=columns["pp"], cp=columns["cp"],
-                                 ep=columns["ep"], vpp=columns["vpp"], dp=columns["dp"],
-                                 micro_batch_size=columns["micro_batch_size"],
-                                 num_microbatches=columns["gradient_accumulation_steps"],
-                                 first_stage_layers=columns["first_stage_layers"],
-                                 last_stage_layers=columns["last_stage_layers"])
-            shape = _shape(spec, tp, shapes)
-            totals[index + r] = estimate_memory(shape, layout, capacity).total
-            if hardware is not None:
-                # (the global batch as floats: a step's FLOPs overflow int64)
-                steps[index + r] = estimate_performance(shape, layout, hardware,
-                                                        columns["global_batch_size"].astype(float),
-                                                        spec.model.moe_top_k).step_time_s
+                   numpy.repeat(numpy.array([rows[i][name] for i in members]), n) for name in _COLUMNS}
+        layout = spec_layout(spec, zero_stage=zero, distributed_optimizer=dist_opt,
+                             recompute=numpy.tile(numpy.array(recomputes), len(members)),
+                             tp=tp, etp=etp, sequence_parallel=sp, pp=columns["pp"], cp=columns["cp"],
+                             ep=columns["ep"], vpp=columns["vpp"], dp=columns["dp"],
+                             micro_batch_size=columns["micro_batch_size"],
+                             num_microbatches=columns["gradient_accumulation_steps"],
+                             first_stage_layers=columns["first_stage_layers"],
+                             last_stage_layers=columns["last_stage_layers"])
+        shape = _shape(spec, tp, shapes)
+        totals[index] = estimate_memory(shape, layout, capacity).total
+        if hardware is not None:
+            # (the global batch as floats: a step's FLOPs overflow int64)
+            batch = columns["global_batch_size"].astype(float)
+            steps[index] = estimate_performance(shape, layout, hardware, batch,
+                                                spec.model.moe_top_k).step_time_s
     return totals, steps
 
 

@@ -149,14 +149,13 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout) -> float:
     Transformer Engine stores the inputs of the QKV, projection and both MLP GEMMs in one byte."""
     s = shape.seq_length / layout.cp
     b, h, a, t = layout.micro_batch_size, shape.hidden_size, shape.num_attention_heads, layout.tp
-    if layout.recompute == "full":
-        return 2 * s * b * h / (t if layout.sequence_parallel else 1)
     split = 8 + 4 * shape.ffn_hidden_size / h  # 24 at f = 4h: what tensor parallelism divides
     per = (10 + split) / t if layout.sequence_parallel else 10 + split / t
     if layout.precision == "fp8":  # the four GEMM inputs kept in FP8: 1 byte saved per element
         per -= 2 / (t if layout.sequence_parallel else 1) + (1 + shape.ffn_hidden_size / h) / t
-    core = 0.0 if layout.recompute == "selective" or layout.flash_attention else 5 * a * s / (h * t)
-    return s * b * h * (per + core)
+    core = where((layout.recompute == "selective") | layout.flash_attention, 0.0, 5 * a * s / (h * t))
+    return where(layout.recompute == "full", 2 * s * b * h / (t if layout.sequence_parallel else 1),
+                 s * b * h * (per + core))
 
 
 def estimate_memory(shape: Shape, layout: Layout, capacity_gib: float | None) -> Memory:

@@ -86,7 +86,7 @@ def step_flops(shape: Shape, global_batch: int, recompute: str,
     forward, core = forward_flops_per_token(shape, top_k)
     tokens = global_batch * shape.seq_length
     model = 3 * forward * tokens
-    extra = {"full": forward, "selective": 3 * core}.get(recompute, 0.0)
+    extra = where(recompute == "full", forward, where(recompute == "selective", 3 * core, 0.0))
     return model, model + extra * tokens
 
 
@@ -131,8 +131,8 @@ def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     elementwise = s * b * h * (replicated + ELEMENTWISE_SPLIT / t)
     scores = 0.0 if layout.flash_attention else \
         SOFTMAX_BYTES * shape.num_attention_heads / t * s * shape.seq_length / layout.cp * b
-    passes = 4 if layout.recompute == "full" else 3
-    extra_scores = scores if layout.recompute == "selective" else 0.0
+    passes = where(layout.recompute == "full", 4, 3)
+    extra_scores = where(layout.recompute == "selective", scores, 0.0)
     per_layer = passes * (elementwise + scores) + extra_scores
     return per_layer * slowest_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
 
@@ -161,7 +161,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     # TP: 2 all-reduces forward and 2 backward per layer (2 more forward with full recompute),
     # each of b·s·h 16-bit values; a ring moves 2(t−1)/t of it per GPU.
     # (each collective's cost below is zero where its group has one rank)
-    passes = 6 if layout.recompute == "full" else 4
+    passes = where(layout.recompute == "full", 6, 4)
     volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size
     per_layer = passes * 2 * (layout.tp - 1) / layout.tp * volume
     link = link_gbps(layout, "tp", hw)
@@ -175,7 +175,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
                                   minimum(tp_comm * (1 - 1 / layout.tp), compute * (1 - core / forward)), 0.0)
     # CP: each rank gathers the other ranks' K and V per layer (forward, and their gradients back),
     # 2 · b · s/cp · kv-width 16-bit values from each of the cp − 1 others.
-    passes = 4 if layout.recompute == "full" else 3
+    passes = where(layout.recompute == "full", 4, 3)
     kv = shape.num_query_groups * shape.head_dim / layout.tp
     volume = 2 * 2 * layout.micro_batch_size * shape.seq_length / layout.cp * kv * (layout.cp - 1)
     link = link_gbps(layout, "cp", hw)
@@ -229,7 +229,7 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     volume = where(allgather, 2 * tokens * shape.hidden_size * (layout.etp * layout.ep - layout.etp),
                    2 * tokens * (top_k or 1) * shape.hidden_size * (layout.ep - 1) / layout.ep)
     link = where(allgather, link_gbps(layout, "tp_ep", hw), link_gbps(layout, "ep", hw))
-    exchanges = 6 if layout.recompute == "full" else 4
+    exchanges = where(layout.recompute == "full", 6, 4)
     moe_share = (shape.num_layers - shape.moe_dense_layers) / shape.num_layers
     moe_layers = slowest_stage_layers(shape, layout) * moe_share
     return exchanges * volume * moe_layers / (link * 1e9)
