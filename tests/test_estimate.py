@@ -136,6 +136,18 @@ def test_published_runs_are_predicted_from_the_others_within_their_tolerance() -
         assert 0.15 <= row.error <= 0.30, (row.run.name, row.error)
 
 
+def test_every_published_run_fits_the_gpu_it_ran_on() -> None:
+    """Runs that ran are never reported as not fitting: each published run's layout (SC21's
+    fp16 runs without a sharded optimizer, Korthikanti's, MT-NLG's ZeRO-1, Nemotron-4 340B's
+    distributed optimizer without recompute) fits its GPU's memory by the estimate."""
+    from generator.estimate.calibration import runs
+
+    for run in runs():
+        capacity = presets.gpus()[run.gpu]["memory_gib"]
+        memory = estimate_memory(run.shape, run.layout, capacity)
+        assert memory.fits, (run.name, memory.total / GIB, capacity)
+
+
 def test_nemotron4_340b_checks_the_h100s_assumed_efficiency() -> None:
     """The Nemotron-4 340B report's Table 2 (H100, t 8 × p 12): the model built is 341.0B
     parameters (9.4B embedding + 331.6B, as the report counts them), each row's dp is GPUs / 96,
