@@ -3,8 +3,8 @@ generation: each run's efficiency constant is fitted on the others of its genera
 constant for all, no per-row tuning), and the leave-one-out errors are the uncertainty band an
 estimate reports (presets' ``uncertainty``; docs/estimates.md shows the table).
 
-Sources (cited per row; papers only, see issue 17 for the sources that judge the model and are
-not used here):
+Sources (cited per row; papers and one vendor blog post, see issue 17 for the sources that
+judge the model and are not used here):
 - SC21 Table 1: Narayanan et al. 2021, arXiv 2104.04473 (weak scaling on A100-80GB, seq 2048,
   V 51200, fp16, full recompute; heads, t, p, micro batch and interleaving from the paper's
   run_table_1.sh).
@@ -18,6 +18,11 @@ not used here):
   16 / 32 / 64, batch 768 / 1536 / 2304 at seq 4096, distributed optimizer): checked against the
   H100's assumed efficiency, not fitted: one model only, and the report does not state the
   interleaving (read as none), micro batch (1) or recompute (none).
+- Llama-2-7B with PyTorch FSDP: Team PyTorch at IBM and at Meta, "Maximizing training
+  throughput using PyTorch FSDP" (PyTorch blog, 2024): 3,700 tokens/s per GPU on 128 A100s,
+  MFU = HFU = 57% (so no recompute). Checked, not fitted: the blog's run is one FSDP data point;
+  read as full sharding, micro batch 2, seq 4096 (hybrid sharding or micro batch 1-4 move the
+  estimate by under 2%).
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ KORTHIKANTI_TABLE5 = [
 MT_NLG = [(2240, 60.1), (2800, 50.2), (3360, 44.4)]
 # Nemotron-4 340B (Table 2): dp, GPUs, batch, iteration seconds
 NEMOTRON4_340B = [(16, 1536, 768, 10.3), (32, 3072, 1536, 10.3), (64, 6144, 2304, 8.0)]
+# Llama-2-7B with FSDP (PyTorch blog): GPUs, tokens per second per GPU
+FSDP_LLAMA2_7B = (128, 3700)
 A100 = "a100-80gb"
 H100 = "h100-80gb"
 
@@ -139,6 +146,16 @@ def runs() -> list[Run]:
                                       sharding="distributed_optimizer", precision="bf16",
                                       flash_attention=True),
                        batch, seconds, fitted=False))
+    # Llama-2-7B: 32 layers, h 4096, 32 heads (no GQA), SwiGLU FFN 11008, RMSNorm, RoPE, no
+    # biases, untied embeddings, V 32,000
+    shape = Shape(32, 4096, 32, 32, 11008, 32000, 4096, swiglu=True, rmsnorm=True, bias=False,
+                  learned_positions=False, tie_embeddings=False)
+    gpus, tokens_per_gpu = FSDP_LLAMA2_7B
+    micro = 2
+    out.append(Run(f"Llama-2-7B FSDP on {gpus}", "PyTorch blog (IBM, Meta) 2024, FSDP throughput", A100,
+                   shape, _layout(1, 1, 1, gpus, micro * gpus, micro, recompute="none", sharding="zero3",
+                                  framework="fsdp", precision="bf16", flash_attention=True),
+                   micro * gpus, micro * gpus * shape.seq_length / (tokens_per_gpu * gpus), fitted=False))
     return out
 
 
