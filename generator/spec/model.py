@@ -92,7 +92,7 @@ class Model:
 
     def token_dispatcher(self, ep: int) -> str:
         """The MoE token dispatcher: the one given, else alltoall with ep > 1, else allgather
-        (``ep`` may be an array of auto-plan candidates'."""
+        (``ep`` may be an array: one per auto-plan candidate)."""
         from generator.estimate.vectors import where
 
         return self.moe_token_dispatcher or where(ep > 1, "alltoall", "allgather")
