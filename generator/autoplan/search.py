@@ -232,8 +232,9 @@ def search(spec, choices: dict[str, list], keep: int = 10, progress=_terminal_pr
 
 
 # what differs between the candidates estimated together as arrays: the numbers (each a column)
-_COLUMNS = ("pp", "cp", "ep", "vpp", "dp", "micro_batch_size", "gradient_accumulation_steps",
-            "global_batch_size", "first_stage_layers", "last_stage_layers")
+_COLUMNS = {"pp": int, "cp": int, "ep": int, "vpp": int, "dp": int, "micro_batch_size": int,
+            "gradient_accumulation_steps": int, "global_batch_size": float, "first_stage_layers": int,
+            "last_stage_layers": int}
 
 
 def _estimate_all(spec, rows: list[dict[str, Any]], recomputes: list[str], capacity: float | None,
@@ -249,27 +250,32 @@ def _estimate_all(spec, rows: list[dict[str, Any]], recomputes: list[str], capac
                v["first_stage_layers"] is None, v["last_stage_layers"] is None)
         groups.setdefault(key, []).append(i)
     shapes: dict[int, Shape] = {}
-    for (tp, etp, sp, zero, dist_opt, *_), members in groups.items():
+    for members in groups.values():
         # candidate i is layout i // n with recompute i % n
         index = (numpy.array(members)[:, None] * n + numpy.arange(n)).ravel()
-        columns = {name: None if rows[members[0]][name] is None else
-                   numpy.repeat(numpy.array([rows[i][name] for i in members]), n) for name in _COLUMNS}
-        layout = spec_layout(spec, zero_stage=zero, distributed_optimizer=dist_opt,
-                             recompute=numpy.tile(numpy.array(recomputes), len(members)),
-                             tp=tp, etp=etp, sequence_parallel=sp, pp=columns["pp"], cp=columns["cp"],
-                             ep=columns["ep"], vpp=columns["vpp"], dp=columns["dp"],
-                             micro_batch_size=columns["micro_batch_size"],
-                             num_microbatches=columns["gradient_accumulation_steps"],
-                             first_stage_layers=columns["first_stage_layers"],
-                             last_stage_layers=columns["last_stage_layers"])
-        shape = _shape(spec, tp, shapes)
+        # the group's shared values, each number a column (the global batch as floats: a
+        # step's FLOPs overflow int64)
+        values = {**rows[members[0]], **{
+            name: None if rows[members[0]][name] is None else
+            numpy.repeat(numpy.array([rows[i][name] for i in members], dtype=dtype), n)
+            for name, dtype in _COLUMNS.items()}}
+        layout = _layout(spec, values, numpy.tile(numpy.array(recomputes), len(members)))
+        shape = _shape(spec, values["tp"], shapes)
         totals[index] = estimate_memory(shape, layout, capacity).total
         if hardware is not None:
-            # (the global batch as floats: a step's FLOPs overflow int64)
-            batch = columns["global_batch_size"].astype(float)
-            steps[index] = estimate_performance(shape, layout, hardware, batch,
+            steps[index] = estimate_performance(shape, layout, hardware, values["global_batch_size"],
                                                 spec.model.moe_top_k).step_time_s
     return totals, steps
+
+
+def _layout(spec, v: dict[str, Any], recompute):
+    """The estimate's layout of a row's values (numbers, or for a group columns of them)."""
+    return spec_layout(spec, zero_stage=v["zero_stage"], distributed_optimizer=v["distributed_optimizer"],
+                       recompute=recompute, tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], etp=v["etp"],
+                       vpp=v["vpp"], dp=v["dp"], micro_batch_size=v["micro_batch_size"],
+                       num_microbatches=v["gradient_accumulation_steps"],
+                       sequence_parallel=v["sequence_parallel"],
+                       first_stage_layers=v["first_stage_layers"], last_stage_layers=v["last_stage_layers"])
 
 
 def _shape(spec, tp: int, shapes: dict[int, Shape]) -> Shape:
@@ -386,12 +392,7 @@ def _gpu(name: str) -> dict:
 
 
 def _estimate(spec, shape: Shape, v: dict[str, Any], recompute: str, capacity, hardware) -> Candidate:
-    layout = spec_layout(spec, zero_stage=v["zero_stage"], distributed_optimizer=v["distributed_optimizer"],
-                         recompute=recompute, tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], etp=v["etp"],
-                         vpp=v["vpp"], dp=v["dp"], micro_batch_size=v["micro_batch_size"],
-                         num_microbatches=v["gradient_accumulation_steps"],
-                         sequence_parallel=v["sequence_parallel"],
-                         first_stage_layers=v["first_stage_layers"], last_stage_layers=v["last_stage_layers"])
+    layout = _layout(spec, v, recompute)
     memory = estimate_memory(shape, layout, capacity)
     performance = None if hardware is None else estimate_performance(
         shape, layout, hardware, v["global_batch_size"], spec.model.moe_top_k)
