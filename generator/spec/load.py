@@ -9,6 +9,7 @@ that an alias bomb cannot expand into millions of nodes.
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,8 +26,9 @@ MAX_DEPTH = 64  # levels of nesting a spec may have (it needs 5)
 _CONTROL_IN_PATH = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 core-schema scalars and duplicate-key detection."""
+class _SpecRules:
+    """What a spec loader adds to PyYAML's safe one: YAML 1.2 core-schema scalars (the
+    resolvers below) and duplicate-key detection."""
 
     yaml_implicit_resolvers: dict = {}
 
@@ -55,8 +57,29 @@ _IMPLICIT = [
     ),
     ("tag:yaml.org,2002:merge", r"^(?:<<)$", ["<"]),
 ]
-for _tag, _regexp, _first in _IMPLICIT:
-    _SpecLoader.add_implicit_resolver(_tag, re.compile(_regexp), _first)
+
+
+class _SpecLoader(_SpecRules, yaml.SafeLoader):
+    """The pure-Python loader: its messages and positions are the ones a bad spec is told."""
+
+
+# libyaml's parser (where PyYAML was built with it) with the same constructor and resolvers:
+# the same nodes and positions as the pure-Python one, several times faster; a document it
+# refuses is read again by _SpecLoader, whose message is the one reported
+_FastSpecLoader = None
+if getattr(yaml, "__with_libyaml__", False):
+    from yaml.cyaml import CParser
+
+    class _FastSpecLoader(_SpecRules, CParser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+        def __init__(self, stream) -> None:
+            CParser.__init__(self, stream)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+
+for _loader in filter(None, (_SpecLoader, _FastSpecLoader)):
+    for _tag, _regexp, _first in _IMPLICIT:
+        _loader.add_implicit_resolver(_tag, re.compile(_regexp), _first)
 
 
 class _LocatedYAMLError(Exception):
@@ -184,6 +207,9 @@ def load_yaml(text: str, display: str) -> Document:
     if deep:
         raise UserError(f"nested more than {MAX_DEPTH} levels deep; a spec is a few levels of "
                         "sections and values", Location(display, *deep))
+    fast = _load_fast(text, display)
+    if fast is not None:
+        return fast
     try:
         loader = _SpecLoader(text)
     except yaml.reader.ReaderError as exc:  # a control character or another unprintable one
@@ -217,6 +243,29 @@ def load_yaml(text: str, display: str) -> Document:
         ) from None
     except yaml.YAMLError as exc:
         raise UserError(f"invalid YAML: {exc}", Location(display)) from None
+    finally:
+        loader.dispose()
+    return Document(display, data, root, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def _load_fast(text: str, display: str) -> Document | None:
+    """The document as libyaml's parser reads it, or None where PyYAML has no libyaml, the
+    document has any problem (the pure-Python loader then reads it and says what is wrong) or
+    holds a ``!`` or a ``?`` (libyaml reads ``key: !`` as '' where PyYAML reads null, and
+    accepts ``[0?]``, which PyYAML refuses)."""
+    if _FastSpecLoader is None or "!" in text or "?" in text or "\t" in text:
+        return None  # tags, complex keys, tabs: where the two parsers differ
+    stream = io.StringIO(text)
+    stream.name = display  # every mark names its file
+    loader = _FastSpecLoader(stream)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _count_expanded(root)
+        data = loader.construct_document(root)
+    except (yaml.YAMLError, _LocatedYAMLError):
+        return None
     finally:
         loader.dispose()
     return Document(display, data, root, hashlib.sha256(text.encode("utf-8")).hexdigest())
