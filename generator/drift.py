@@ -10,6 +10,8 @@ from pathlib import Path
 
 @dataclass
 class Drift:
+    """How the files on disk differ from what the spec generates (generate --check)."""
+
     changed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)

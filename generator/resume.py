@@ -55,6 +55,8 @@ UNIVERSAL = ("python -m deepspeed.checkpoint.ds_to_universal --input_folder {dir
 
 @dataclass(frozen=True)
 class Change:
+    """One plan value that differs between two runs, and what it means for a resume."""
+
     field: str  # where it is in plan.json (parallelism.tp)
     old: Any
     new: Any
@@ -69,6 +71,8 @@ class Change:
 
 @dataclass(frozen=True)
 class Check:
+    """Whether a run can resume from another run's checkpoints, value by value."""
+
     old: str
     new: str
     changes: tuple[Change, ...]

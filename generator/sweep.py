@@ -15,6 +15,8 @@ from generator.spec.schema import validate
 
 @dataclass
 class Point:
+    """One point of a sweep: its values and the spec and plans it resolves to (or why not)."""
+
     label: str
     values: dict[str, object]
     spec: Spec | None = None

@@ -17,6 +17,8 @@ from generator.estimate.calibration import SC21_TABLE1
 
 @dataclass(frozen=True)
 class Published:
+    """A published layout (paper or blog) that auto-plan's ranking is checked against."""
+
     name: str
     source: str
     spec: dict[str, Any]

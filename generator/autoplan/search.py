@@ -41,6 +41,8 @@ _LEVEL = {"tp": 0, "sequence_parallel": 0, "etp": 0, "pp": 1, "cp": 1, "ep": 1, 
 
 @dataclass(frozen=True)
 class Candidate:
+    """One layout auto-plan considered: its parallel sizes, batch split, sharding and estimates."""
+
     tp: int
     pp: int
     cp: int
@@ -94,6 +96,8 @@ class Candidate:
 
 @dataclass
 class Search:
+    """What a layout search found: the fitting layouts ranked, or the smallest that does not fit."""
+
     # fitting, best first, one per parallel layout (its best micro batch, sharding, recompute),
     # each resolved by the calculator
     ranked: list[Candidate] = field(default_factory=list)

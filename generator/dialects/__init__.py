@@ -41,6 +41,8 @@ class Option:
 
 @dataclass(frozen=True)
 class Catalogue:
+    """Every option one parser defines, by flag, with the file it was extracted from."""
+
     source: str
     options: dict[str, Option]
 
@@ -159,6 +161,8 @@ class Entry:
 
 @dataclass(frozen=True)
 class Dialect:
+    """One framework release or fork: its flag spellings, defaults and what it can do."""
+
     name: str  # megatron-lm, mindspeed-llm, megatron-deepspeed/microsoft, ...
     title: str
     release: str | None  # Megatron-LM release (megatron-lm, mindspeed-llm)

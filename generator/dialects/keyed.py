@@ -67,6 +67,8 @@ def build(keys: tuple[Key, ...], values: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class KeyedDialect:
+    """A config-file dialect (DeepSpeed JSON, accelerate YAML): its keys and how each is built."""
+
     table: dict[str, Any]  # the whole table (keys, and the lists a reader checks against)
     keys: tuple[Key, ...]
 

@@ -16,6 +16,8 @@ _DIR = Path(__file__).resolve().parent
 
 @dataclass(frozen=True)
 class LauncherOption:
+    """One option of a launcher's command line and the plan value it carries."""
+
     option: str
     shell: str | None = None  # None: a switch
     when: str | None = None
@@ -26,6 +28,8 @@ class LauncherOption:
 
 @dataclass(frozen=True)
 class Launcher:
+    """A process launcher (torchrun, deepspeed, accelerate, ...): its options and commands."""
+
     name: str
     title: str
     catalogue: Catalogue

@@ -15,6 +15,8 @@ _DIR = Path(__file__).resolve().parent
 
 @dataclass(frozen=True)
 class SlurmOption:
+    """One sbatch/srun option: its long and short spelling and what value it takes."""
+
     option: str
     short: str | None = None
     value: str | None = None

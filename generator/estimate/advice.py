@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Advice:
+    """A batch-size / learning-rate suggestion from a published scaling law."""
+
     law: str
     batch_tokens: float | None
     lr: float | None

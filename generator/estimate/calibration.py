@@ -86,6 +86,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Row:
+    """One published run with its leave-one-out prediction."""
+
     run: Run
     predicted_s: float  # with the efficiency fitted on the other runs of its generation
     efficiency: float

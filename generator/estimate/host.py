@@ -35,6 +35,8 @@ def state_bytes(layout: Layout) -> float:
 
 @dataclass(frozen=True)
 class HostLoad:
+    """The CPU memory a node needs while its ranks load the checkpoint."""
+
     bytes_per_node: float  # on the most loaded node
     how: str  # the load path, in words
     capacity: float | None  # the node's CPU memory in bytes (None: not known)

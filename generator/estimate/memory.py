@@ -75,6 +75,8 @@ class Layout:
 
 @dataclass(frozen=True)
 class Memory:
+    """Per-GPU memory of the most loaded rank, in bytes, by what holds it."""
+
     weights: float
     gradients: float
     optimizer: float

@@ -60,6 +60,8 @@ class Shape:
 
 @dataclass(frozen=True)
 class Params:
+    """Parameter counts of the model built, per layer part and in total."""
+
     attention: int  # per layer (with QK norms)
     mlp: int  # per layer, one routed expert (dense models: the MLP)
     norms: int  # per layer

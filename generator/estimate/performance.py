@@ -33,6 +33,8 @@ class Hardware:
 
 @dataclass(frozen=True)
 class Performance:
+    """One optimizer step's FLOPs and time, by where the time goes."""
+
     model_flops: float  # per step, whole job
     hardware_flops: float
     step_time_s: float

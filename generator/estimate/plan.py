@@ -20,6 +20,8 @@ from generator.estimate.performance import Hardware, Performance, estimate_perfo
 
 @dataclass(frozen=True)
 class Estimate:
+    """A plan's estimates: parameters, memory (and alternatives), step time, host load."""
+
     params: int
     memory: Memory
     performance: Performance | None  # None on the cpu preset (no peak to model)

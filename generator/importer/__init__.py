@@ -31,6 +31,8 @@ _ALWAYS = {"parallelism.tp", "parallelism.pp", "training.precision", "training.d
 
 @dataclass
 class Imported:
+    """A spec drafted from existing launch files, with what lint found in them."""
+
     text: str  # the spec, YAML
     draft: Draft
     sources: list[str]  # the files it was read from

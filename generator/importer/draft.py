@@ -24,6 +24,8 @@ def spec_word(word: str | None):
 
 @dataclass
 class Draft:
+    """The spec values an import could read, and why the others are not known."""
+
     values: dict[str, Any] = field(default_factory=dict)  # "parallelism.tp" -> 2
     marks: dict[str, str] = field(default_factory=dict)  # path -> why it is not (fully) known
     notes: list[str] = field(default_factory=list)  # what the import noticed (not per field)

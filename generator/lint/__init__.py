@@ -19,6 +19,8 @@ _NOQA = re.compile(r"gen-launch:\s*noqa(?::?\s*(?P<codes>[A-Z]{2}\d{3}(?:[\s,]+[
 
 @dataclass
 class Report:
+    """Findings of a lint run, located in their files."""
+
     items: list[Located] = field(default_factory=list)
     files: int = 0
 

@@ -35,6 +35,8 @@ class Run:
 
 @dataclass
 class LintResult:
+    """What linting a set of texts found, and what could not be read or followed."""
+
     findings: list[Finding] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (location, what was not followed)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (location, why a file is not read)

@@ -16,6 +16,8 @@ _LOCATION = re.compile(r"^(?P<path>.*?):(?P<line>\d+):(?P<col>\d+)(?: \((?P<note
 
 @dataclass(frozen=True)
 class Located:
+    """A finding at its file, line and column."""
+
     finding: Finding
     path: str
     line: int

@@ -13,6 +13,8 @@ from fractions import Fraction
 
 @dataclass(frozen=True)
 class SolvedBatch:
+    """The batch triple after solving global = micro × accumulation × dp, and how."""
+
     micro_batch_size: int | None
     gradient_accumulation_steps: int | None
     global_batch_size: int | None

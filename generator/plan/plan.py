@@ -53,6 +53,8 @@ class RunSchedule:
 
 @dataclass(frozen=True)
 class Plan:
+    """The one consistent plan a spec resolves to: every number the files repeat."""
+
     spec: Spec
     gpu: dict[str, Any]
     world_size: int

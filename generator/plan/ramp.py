@@ -12,6 +12,8 @@ MAX_ENTRIES = 100_000  # a ramp-up of more increments than this is refused (batc
 
 @dataclass(frozen=True)
 class BatchRamp:
+    """A global batch that grows during the run (Megatron's rampup, or a token schedule)."""
+
     kind: str  # "rampup" or "schedule"
     entries: tuple[tuple[int, int], ...]  # (from this many consumed samples, global batch)
     rampup: tuple[int, int, int] | None = None

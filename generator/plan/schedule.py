@@ -16,6 +16,8 @@ from generator.spec.model import Training, Warmup
 
 @dataclass(frozen=True)
 class Schedule:
+    """Iterations, warmup and decay of the run, in Megatron's units, and how each was derived."""
+
     train_iters: int
     warmup_iters: int
     sample_based: bool

@@ -18,6 +18,8 @@ _DS_HINTS = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_acc
 
 @dataclass
 class DeepSpeedRead:
+    """What reading a DeepSpeed config found: its facts and problems."""
+
     facts: dict[str, Fact] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
     looks_like_deepspeed: bool = False

@@ -20,6 +20,8 @@ class JsonError(ValueError):
 
 @dataclass
 class Node:
+    """A JSON value with where it (and its key) starts in the text."""
+
     value: Any  # dict[str, Node] | list[Node] | scalar
     offset: int
     key_offset: int | None = None

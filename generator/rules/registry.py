@@ -16,6 +16,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Fact:
+    """A value a rule reads, with where it came from."""
+
     value: Any
     source: str
 
@@ -38,6 +40,8 @@ _CONTEXT = ("framework", "gpu")  # facts that select a rule rather than take par
 
 @dataclass(frozen=True)
 class Finding:
+    """What a rule says about a plan or a script."""
+
     code: str
     name: str
     severity: str
@@ -57,6 +61,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class Rule:
+    """A check with its code, name, severity and the facts it reads."""
+
     code: str
     name: str
     summary: str

@@ -27,6 +27,8 @@ _NULL_IS_A_VALUE = ("rope_scaling", "qkv_bias", "kv_channels", "moe_ffn_hidden_s
 
 @dataclass(frozen=True)
 class Cluster:
+    """The spec's cluster section: nodes, GPUs per node, the GPU preset and its limits."""
+
     nodes: int
     gpus_per_node: int
     gpu: str
@@ -47,6 +49,8 @@ class RopeScaling:
 
 @dataclass(frozen=True)
 class Model:
+    """The spec's model section, preset applied: the architecture Megatron builds."""
+
     preset: str | None
     num_layers: int
     hidden_size: int
@@ -116,6 +120,8 @@ ARCHITECTURE = {name: f.default for name, f in Model.__dataclass_fields__.items(
 
 @dataclass(frozen=True)
 class Parallelism:
+    """The spec's parallelism section: the parallel sizes and how state is sharded."""
+
     tp: int
     pp: int
     cp: int
@@ -148,6 +154,8 @@ class Parallelism:
 
 @dataclass(frozen=True)
 class Batch:
+    """The spec's batch section: what was given of micro, accumulation, global and tokens."""
+
     micro_batch_size: int | None
     gradient_accumulation_steps: int | None
     global_batch_size: int | None
@@ -166,6 +174,8 @@ class Warmup:
 
 @dataclass(frozen=True)
 class LRScaling:
+    """Learning rate derived from a reference run's batch size (linear or square root)."""
+
     rule: str  # linear | sqrt
     reference_global_batch_size: int
     reference_lr: float
@@ -173,6 +183,8 @@ class LRScaling:
 
 @dataclass(frozen=True)
 class Training:
+    """The spec's training section: precision, length, optimizer, schedule, recompute."""
+
     precision: str
     train_tokens: int | None
     train_iters: int | None
@@ -210,6 +222,8 @@ class ShellRef:
 
 @dataclass(frozen=True)
 class Data:
+    """The spec's data section: paths or blend, split, packing."""
+
     packing: bool = False
     average_sequence_length: int | None = None
     paths: tuple[str | ShellRef | tuple[str, float], ...] = ()  # a prefix, or (prefix, weight) of a blend
@@ -220,6 +234,8 @@ class Data:
 
 @dataclass(frozen=True)
 class Tokenizer:
+    """The spec's tokenizer section."""
+
     type: str | None = None
     model: str | ShellRef | None = None
     vocab_file: str | ShellRef | None = None
@@ -228,6 +244,8 @@ class Tokenizer:
 
 @dataclass(frozen=True)
 class Checkpoint:
+    """The spec's checkpoint section: where, how often, how many, in which format."""
+
     dir: str | ShellRef | None = None
     interval: int | None = None
     keep_last: int | None = None  # the Trainer's --save_total_limit
@@ -241,6 +259,8 @@ class Checkpoint:
 
 @dataclass(frozen=True)
 class Logging:
+    """The spec's logging section: wandb, tensorboard, throughput."""
+
     wandb_project: str | None = None
     wandb_run_name: str | None = None
     tensorboard_dir: str | ShellRef | None = None
@@ -249,18 +269,24 @@ class Logging:
 
 @dataclass(frozen=True)
 class Eval:
+    """The spec's eval section: interval and iterations."""
+
     interval: int | None = None
     iters: int | None = None
 
 
 @dataclass(frozen=True)
 class Megatron:
+    """Which Megatron-LM release or Megatron-DeepSpeed fork the files are written for."""
+
     version: str  # a Megatron-LM release: core_v0.12 ... core_v0.19 | latest
     fork: str = "microsoft"  # the Megatron-DeepSpeed fork: microsoft | bigscience
 
 
 @dataclass(frozen=True)
 class Launch:
+    """How ranks are started: launcher, entry point, interpreter and pass-through arguments."""
+
     launcher: str
     entrypoint: str
     python: str
@@ -272,6 +298,8 @@ class Launch:
 
 @dataclass(frozen=True)
 class Slurm:
+    """The spec's slurm section: the sbatch header and srun settings."""
+
     partition: str | None
     account: str | None
     qos: str | None
@@ -290,6 +318,8 @@ class Slurm:
 
 @dataclass(frozen=True)
 class Spec:
+    """The typed, frozen spec: every section, with where each value came from."""
+
     name: str
     framework: str
     cluster: Cluster

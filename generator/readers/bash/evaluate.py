@@ -55,6 +55,8 @@ Seg = Field  # a piece of a value: same shape, joined into fields by expansion
 
 @dataclass
 class Var:
+    """A shell variable as the evaluator tracks it (scalar or array, exported or not)."""
+
     values: list[list[Seg]]  # one entry for a scalar, one per element for an array
     array: bool
     exported: bool
@@ -77,6 +79,8 @@ def join(segs: list[Seg]) -> Field:
 
 @dataclass
 class Command:
+    """One simple command the script runs, its words evaluated."""
+
     argv: list[Field]
     env: dict[str, Field]
     offset: int
@@ -88,6 +92,8 @@ class Command:
 
 @dataclass
 class Script:
+    """A shell script read statically: its commands and variables."""
+
     text: str
     name: str = "-"
     commands: list[Command] = field(default_factory=list)

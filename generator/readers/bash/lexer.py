@@ -21,6 +21,8 @@ SPECIAL_PARAMS = set("@*#?$!-0123456789")
 
 @dataclass
 class Lit:
+    """Literal text in a shell word."""
+
     text: str
     offset: int
     quoted: bool = False
@@ -28,6 +30,8 @@ class Lit:
 
 @dataclass
 class Param:
+    """A parameter expansion (${NAME}, ${NAME:-default}, ...) in a shell word."""
+
     name: str
     offset: int
     quoted: bool = False
@@ -40,6 +44,8 @@ class Param:
 
 @dataclass
 class Arith:
+    """An arithmetic expansion $((...)) in a shell word."""
+
     parts: list
     offset: int
     quoted: bool = False
@@ -56,6 +62,8 @@ class Unknown:
 
 @dataclass
 class Word:
+    """A shell word: its parts, before expansion."""
+
     parts: list
     offset: int
     end: int = 0
@@ -69,6 +77,8 @@ class Word:
 
 @dataclass
 class ArrayAssign:
+    """An array assignment NAME=(...) or NAME+=(...)."""
+
     name: str
     append: bool
     words: list[Word]
@@ -77,12 +87,16 @@ class ArrayAssign:
 
 @dataclass
 class Op:
+    """A control operator (; && || | & newline)."""
+
     text: str
     offset: int
 
 
 @dataclass
 class Redirect:
+    """A redirection, with its here-document if it has one."""
+
     op: str
     target: Word | None
     offset: int
@@ -91,6 +105,8 @@ class Redirect:
 
 @dataclass
 class Heredoc:
+    """A here-document's body and how it expands."""
+
     delimiter: str
     expand: bool
     strip_tabs: bool
