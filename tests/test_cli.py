@@ -174,3 +174,16 @@ def test_generate_imports_no_search_and_no_numpy(tmp_path: Path) -> None:
         seen[sample] = run.stdout.strip().splitlines()[-1]
     assert seen == {"seed-pretrain-256.yaml": "[]",
                     "llama3.1-405b-auto.yaml": "['generator.autoplan.search', 'numpy']"}
+
+
+def test_every_dataclass_has_a_docstring() -> None:
+    """Python 3.11 writes a missing dataclass docstring from inspect.signature when the class is
+    created: ~0.25 ms a class at import, 15 ms of a generate for the 60 that had none."""
+    import ast
+
+    missing = [f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+               for path in sorted((ROOT / "generator").rglob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.ClassDef) and ast.get_docstring(node) is None
+               and any("dataclass" in ast.unparse(d) for d in node.decorator_list)]
+    assert not missing
