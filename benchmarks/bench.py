@@ -27,10 +27,9 @@ def wall(command: list[str], repeat: int = 7) -> float:
 def main() -> None:
     python = sys.executable
     cli = [python, "-m", "generator"]
-    # the bare import of what `pip install .` brings (typer parses its options with pydantic)
-    deps = "import jinja2, jsonschema, pydantic, typer, yaml"
-    # what any typer command with generate's options costs before gen-launch's own code runs:
-    # typer (>= 0.2x) builds a pydantic validator per option on its first parse
+    # the bare import of the dependencies a generate uses (numpy is the layout search's only)
+    deps = "import jinja2, jsonschema, typer, yaml"
+    # what any typer command with generate's options costs before gen-launch's own code runs
     floor = (f"{deps}\nimport enum, pathlib\nfrom typing import Annotated\n"
              "class T(str, enum.Enum):\n    all = 'all'\n"
              "def generate(specs: Annotated[list[pathlib.Path], typer.Argument()],\n"

@@ -28,16 +28,16 @@ def _no_flag_type(display):
     return lambda self, ctx: None if getattr(self, "is_flag", False) else display(self, ctx)
 
 
-def _usage_name(self) -> str:
+def _usage_pieces(self, ctx) -> list[str]:
     """A required argument in the usage line as ``SPEC`` (``SPEC...`` for several), an optional
     one as ``[SPEC]``: the convention of man pages (typer writes ``{spec}``)."""
-    name = self.display_name_raw.upper()
-    return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
+    name = (self.metavar or self.name or "").upper()
+    return [(name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")]
 
 
-typer.core.TyperOption.display_type_rich = _no_flag_type(typer.core.TyperOption.display_type_rich)
-if hasattr(typer.core.TyperArgument, "_usage_display_name"):
-    typer.core.TyperArgument._usage_display_name = _usage_name
+if hasattr(typer.core.TyperOption, "display_type_rich"):  # typer 0.29 (0.28 shows no type)
+    typer.core.TyperOption.display_type_rich = _no_flag_type(typer.core.TyperOption.display_type_rich)
+typer.core.TyperArgument.get_usage_pieces = _usage_pieces
 
 app = typer.Typer(
     name="gen-launch",

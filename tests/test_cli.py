@@ -158,13 +158,14 @@ def test_quiet_leaves_the_notes_out(tmp_path: Path) -> None:
 
 def test_generate_imports_no_search_and_no_numpy(tmp_path: Path) -> None:
     """A spec without auto fields is generated without the layout search or numpy (the CLI's
-    start-up stays the cost of what a generate needs); one with auto fields searches."""
+    start-up stays the cost of what a generate needs), and never with pydantic (typer 0.29
+    imports it to coerce options: ~150 ms); one with auto fields searches."""
     import subprocess
     import sys
 
     code = ("import sys\nfrom generator.cli import entrypoint\n"
             "try:\n    entrypoint(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "print(sorted(m for m in ('numpy', 'generator.autoplan.search') if m in sys.modules))")
+            "print(sorted(m for m in ('numpy', 'generator.autoplan.search', 'pydantic') if m in sys.modules))")
     env = {**os.environ, "GEN_LAUNCH_CACHE": str(tmp_path / "cache")}
     seen = {}
     for sample in ("seed-pretrain-256.yaml", "llama3.1-405b-auto.yaml"):
