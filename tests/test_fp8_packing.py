@@ -104,3 +104,17 @@ def test_lint_reads_fp8_and_packing() -> None:
     assert run.facts["precision"].value == "fp8"
     assert run.facts["reset_attention_mask"].value is True
     assert not lint_texts({"train.sh": script}).findings
+
+
+def test_a_recipe_without_fp8_is_noted_and_not_written(tmp_path: Path) -> None:
+    """training.fp8_recipe on a bf16 run: a note says it has no effect; no --fp8-recipe is
+    written (Megatron would ignore it without --fp8-format); an FP8 run gets no such note."""
+    from generator.render import render_all
+
+    bf16 = plan_of(tmp_path, spec_dict(training={"precision": "bf16", "fp8_recipe": "tensorwise"}), "b.yaml")
+    assert any("training.fp8_recipe tensorwise has no effect: training.precision is bf16" in n
+               for n in bf16.notes), bf16.notes
+    assert "--fp8-recipe" not in render_all(bf16)["megatron_args.sh"]
+    fp8 = plan_of(tmp_path, spec_dict(training={"precision": "fp8", "fp8_recipe": "tensorwise"}), "f.yaml")
+    assert not any("fp8_recipe" in n for n in fp8.notes)
+    assert "--fp8-recipe tensorwise" in render_all(fp8)["megatron_args.sh"]

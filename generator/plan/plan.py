@@ -496,7 +496,8 @@ def resolve(spec: Spec) -> Plan:
         lr=facts["lr"].value,
         batch_ramp=ramp,
         batch_how=solved.how,
-        notes=tuple(n for n in (solved.rounding, *schedule.notes, _enroot_note(spec)) if n),
+        notes=tuple(n for n in (solved.rounding, *schedule.notes, _enroot_note(spec), _fp8_recipe_note(spec))
+                    if n),
         warnings=tuple(f for f in findings if f.severity != "error"),
         derivation=derivation(spec, world, dp, solved, schedule),
     )
@@ -636,6 +637,16 @@ def _plain(value: Any) -> Any:
 def _section(section: Any) -> dict[str, Any]:
     """A spec section (tokenizer, checkpoint, logging, eval) as plan.json records it."""
     return {f.name: _plain(getattr(section, f.name)) for f in dataclasses.fields(section)}
+
+
+def _fp8_recipe_note(spec: Spec) -> str | None:
+    """A recipe the spec gives for a run that is not in FP8: nothing reads it (Megatron reads
+    --fp8-recipe only with --fp8-format), so nothing is written for it."""
+    given = (spec.doc.data.get("training") or {}).get("fp8_recipe")
+    if given is None or spec.training.precision == "fp8":
+        return None
+    return (f"training.fp8_recipe {given} has no effect: training.precision is "
+            f"{spec.training.precision}, not fp8 (nothing is written for it)")
 
 
 def _enroot_note(spec: Spec) -> str | None:
