@@ -23,11 +23,6 @@ from generator import __version__
 from generator.errors import UserError
 
 
-def _no_flag_type(display):
-    """--help shows a switch without a value type (typer's rich help prints ``<bool>``)."""
-    return lambda self, ctx: None if getattr(self, "is_flag", False) else display(self, ctx)
-
-
 def _usage_pieces(self, ctx) -> list[str]:
     """A required argument in the usage line as ``SPEC`` (``SPEC...`` for several), an optional
     one as ``[SPEC]``: the convention of man pages (typer writes ``{spec}``)."""
@@ -35,8 +30,6 @@ def _usage_pieces(self, ctx) -> list[str]:
     return [(name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")]
 
 
-if hasattr(typer.core.TyperOption, "display_type_rich"):  # typer 0.29 (0.28 shows no type)
-    typer.core.TyperOption.display_type_rich = _no_flag_type(typer.core.TyperOption.display_type_rich)
 typer.core.TyperArgument.get_usage_pieces = _usage_pieces
 
 app = typer.Typer(

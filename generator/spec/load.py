@@ -251,10 +251,10 @@ def load_yaml(text: str, display: str) -> Document:
 def _load_fast(text: str, display: str) -> Document | None:
     """The document as libyaml's parser reads it, or None where PyYAML has no libyaml, the
     document has any problem (the pure-Python loader then reads it and says what is wrong) or
-    holds a ``!`` or a ``?`` (libyaml reads ``key: !`` as '' where PyYAML reads null, and
-    accepts ``[0?]``, which PyYAML refuses)."""
+    holds a ``!``, a ``?`` or a tab, where the two parsers differ: libyaml reads ``key: !`` as
+    '' where PyYAML reads null, and accepts ``[0?]`` and a tab in a flow list, which PyYAML refuses."""
     if _FastSpecLoader is None or "!" in text or "?" in text or "\t" in text:
-        return None  # tags, complex keys, tabs: where the two parsers differ
+        return None
     stream = io.StringIO(text)
     stream.name = display  # every mark names its file
     loader = _FastSpecLoader(stream)
