@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.resources import read_yaml
+from generator.values import value
 
 _DIR = Path(__file__).resolve().parent
 MEGATRON_FORKS = ("microsoft", "bigscience")
@@ -39,7 +40,7 @@ class Option:
         return {"*": count >= 0, "+": count >= 1, "?": count <= 1}[self.arity]
 
 
-@dataclass(frozen=True)
+@value
 class Catalogue:
     """Every option one parser defines, by flag, with the file it was extracted from."""
 
@@ -159,7 +160,7 @@ class Entry:
         return words[0] if self.nargs == 1 and words else tuple(words)
 
 
-@dataclass(frozen=True)
+@value
 class Dialect:
     """One framework release or fork: its flag spellings, defaults and what it can do."""
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.resources import read_yaml
+from generator.values import value
 
 _DIR = Path(__file__).resolve().parent
 
@@ -65,7 +66,7 @@ def build(keys: tuple[Key, ...], values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
+@value
 class KeyedDialect:
     """A config-file dialect (DeepSpeed JSON, accelerate YAML): its keys and how each is built."""
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from generator.dialects import Catalogue, catalogue
 from generator.resources import read_yaml
+from generator.values import value
 
 _DIR = Path(__file__).resolve().parent
 
@@ -26,7 +27,7 @@ class LauncherOption:
     ref: str | None = None
 
 
-@dataclass(frozen=True)
+@value
 class Launcher:
     """A process launcher (torchrun, deepspeed, accelerate, ...): its options and commands."""
 

@@ -20,10 +20,10 @@ common start-up failure: every rank of a node reading a full copy into CPU memor
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from generator.estimate.memory import GIB, Layout, rank_params, state_bytes_per_param
 from generator.estimate.params import Shape, count_params
+from generator.values import value
 
 
 def state_bytes(layout: Layout) -> float:
@@ -33,7 +33,7 @@ def state_bytes(layout: Layout) -> float:
     return state_bytes_per_param(layout.precision, "none", 1, layout.optimizer_states, layout.main_grads)[2]
 
 
-@dataclass(frozen=True)
+@value
 class HostLoad:
     """The CPU memory a node needs while its ranks load the checkpoint."""
 

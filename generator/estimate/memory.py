@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from generator.estimate.params import Shape, count_params
 from generator.estimate.vectors import maximum, minimum, where
+from generator.values import value
 
 GIB = 1 << 30
 # What the formulas miss: CUDA context and NCCL buffers (a fixed amount per GPU) plus allocator
@@ -73,7 +74,7 @@ class Layout:
         return first, middle, last
 
 
-@dataclass(frozen=True)
+@value
 class Memory:
     """Per-GPU memory of the most loaded rank, in bytes, by what holds it."""
 

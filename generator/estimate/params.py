@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from generator.values import value
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -58,7 +60,7 @@ class Shape:
                    vocab_padding=vocab - model.vocab_size)
 
 
-@dataclass(frozen=True)
+@value
 class Params:
     """Parameter counts of the model built, per layer part and in total."""
 

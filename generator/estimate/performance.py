@@ -11,15 +11,15 @@ full recompute, the attention core (s/(6h) → s/(3h)) for selective.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 
 from generator.estimate.memory import Layout, rank_params
 from generator.estimate.params import Shape
 from generator.estimate.vectors import maximum, minimum, where
+from generator.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Hardware:
     """A GPU preset's numbers the time model uses."""
 
@@ -31,7 +31,7 @@ class Hardware:
     gpus_per_node: int
 
 
-@dataclass(frozen=True)
+@value
 class Performance:
     """One optimizer step's FLOPs and time, by where the time goes."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from generator.estimate.host import HostLoad, host_load
@@ -16,9 +16,10 @@ from generator.estimate.memory import (
 )
 from generator.estimate.params import Shape, count_params
 from generator.estimate.performance import Hardware, Performance, estimate_performance
+from generator.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Estimate:
     """A plan's estimates: parameters, memory (and alternatives), step time, host load."""
 

@@ -7,11 +7,12 @@ every factor. Choosing a global batch for a token target is the one rounding, an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 
+from generator.values import value
 
-@dataclass(frozen=True)
+
+@value
 class SolvedBatch:
     """The batch triple after solving global = micro × accumulation × dp, and how."""
 

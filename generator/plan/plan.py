@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -22,6 +22,7 @@ from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.architecture import architecture_line
 from generator.spec.model import Spec
 from generator.units import slurm_minutes
+from generator.values import value
 
 DERIVED = "derived"
 
@@ -37,7 +38,7 @@ class PlanError(UserError):
         return self.message
 
 
-@dataclass(frozen=True)
+@value
 class RunSchedule:
     """The schedule a stage shares with the whole run, in samples: one warmup and one decay over
     the whole run; each stage trains to its own end (cumulative samples), and a later stage takes
@@ -51,7 +52,7 @@ class RunSchedule:
     resumes: bool  # a stage after the first: --use-checkpoint-opt_param-scheduler
 
 
-@dataclass(frozen=True)
+@value
 class Plan:
     """The one consistent plan a spec resolves to: every number the files repeat."""
 

@@ -5,12 +5,12 @@ follow (megatron-core's num_microbatches_calculator.py, RampupBatchsizeNumMicroB
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from generator.values import value
 
 MAX_ENTRIES = 100_000  # a ramp-up of more increments than this is refused (batch.rampup)
 
 
-@dataclass(frozen=True)
+@value
 class BatchRamp:
     """A global batch that grows during the run (Megatron's rampup, or a token schedule)."""
 

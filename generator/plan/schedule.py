@@ -7,14 +7,14 @@ Every rounding (a budget that is not a whole number of steps) is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 
 from generator.plan.ramp import BatchRamp
 from generator.spec.model import Training, Warmup
+from generator.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Schedule:
     """Iterations, warmup and decay of the run, in Megatron's units, and how each was derived."""
 

@@ -7,7 +7,7 @@ Every field remembers where it came from (``spec.yaml:12:5``, ``preset llama3-8b
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from generator.errors import Location, UserError
 from generator.spec.load import Document
 from generator.spec.schema import count_maximum, spec_schema, validate
 from generator.units import parse_count, parse_fraction
+from generator.values import value
 
 _MODEL_REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length")
 # model fields where a spec's null overrides the preset (no scaling, dropless, the default size)
@@ -25,7 +26,7 @@ _NULL_IS_A_VALUE = ("rope_scaling", "qkv_bias", "kv_channels", "moe_ffn_hidden_s
                     "moe_token_dispatcher")
 
 
-@dataclass(frozen=True)
+@value
 class Cluster:
     """The spec's cluster section: nodes, GPUs per node, the GPU preset and its limits."""
 
@@ -37,7 +38,7 @@ class Cluster:
     host_memory_gib: float | None = None  # a node's CPU memory (GL025: the load's host memory)
 
 
-@dataclass(frozen=True)
+@value
 class RopeScaling:
     """Llama 3.1's rotary frequency scaling (its config.json ``rope_scaling`` block)."""
 
@@ -47,7 +48,7 @@ class RopeScaling:
     original_max_position_embeddings: int = 8192
 
 
-@dataclass(frozen=True)
+@value
 class Model:
     """The spec's model section, preset applied: the architecture Megatron builds."""
 
@@ -118,7 +119,7 @@ ARCHITECTURE = {name: f.default for name, f in Model.__dataclass_fields__.items(
                             "moe_pad_to_capacity", "moe_token_dispatcher", "moe_grouped_gemm")}
 
 
-@dataclass(frozen=True)
+@value
 class Parallelism:
     """The spec's parallelism section: the parallel sizes and how state is sharded."""
 
@@ -152,7 +153,7 @@ class Parallelism:
         return (share - 1 if embedding else None), (share - 1 if loss else None)
 
 
-@dataclass(frozen=True)
+@value
 class Batch:
     """The spec's batch section: what was given of micro, accumulation, global and tokens."""
 
@@ -164,7 +165,7 @@ class Batch:
     schedule: tuple[tuple[int, int], ...] | None = None  # ((tokens, global batch), ...)
 
 
-@dataclass(frozen=True)
+@value
 class Warmup:
     """Warmup length in one unit: ``fraction`` of the run, or ``iters``/``samples``/``tokens``."""
 
@@ -172,7 +173,7 @@ class Warmup:
     amount: Fraction | int
 
 
-@dataclass(frozen=True)
+@value
 class LRScaling:
     """Learning rate derived from a reference run's batch size (linear or square root)."""
 
@@ -181,7 +182,7 @@ class LRScaling:
     reference_lr: float
 
 
-@dataclass(frozen=True)
+@value
 class Training:
     """The spec's training section: precision, length, optimizer, schedule, recompute."""
 
@@ -209,7 +210,7 @@ class Training:
     fp8_recipe: str = "delayed"  # Transformer Engine's FP8 scaling (Megatron's default: delayed)
 
 
-@dataclass(frozen=True)
+@value
 class ShellRef:
     """An extra argument known at run time: literal text with ${NAME} references (the schema
     allows nothing else), written double-quoted so that only those expand."""
@@ -220,7 +221,7 @@ class ShellRef:
         return self.text
 
 
-@dataclass(frozen=True)
+@value
 class Data:
     """The spec's data section: paths or blend, split, packing."""
 
@@ -232,7 +233,7 @@ class Data:
     mock: bool = False
 
 
-@dataclass(frozen=True)
+@value
 class Tokenizer:
     """The spec's tokenizer section."""
 
@@ -242,7 +243,7 @@ class Tokenizer:
     merge_file: str | ShellRef | None = None
 
 
-@dataclass(frozen=True)
+@value
 class Checkpoint:
     """The spec's checkpoint section: where, how often, how many, in which format."""
 
@@ -257,7 +258,7 @@ class Checkpoint:
     finetune_from: str | ShellRef | None = None
 
 
-@dataclass(frozen=True)
+@value
 class Logging:
     """The spec's logging section: wandb, tensorboard, throughput."""
 
@@ -267,7 +268,7 @@ class Logging:
     throughput: bool = False
 
 
-@dataclass(frozen=True)
+@value
 class Eval:
     """The spec's eval section: interval and iterations."""
 
@@ -275,7 +276,7 @@ class Eval:
     iters: int | None = None
 
 
-@dataclass(frozen=True)
+@value
 class Megatron:
     """Which Megatron-LM release or Megatron-DeepSpeed fork the files are written for."""
 
@@ -283,7 +284,7 @@ class Megatron:
     fork: str = "microsoft"  # the Megatron-DeepSpeed fork: microsoft | bigscience
 
 
-@dataclass(frozen=True)
+@value
 class Launch:
     """How ranks are started: launcher, entry point, interpreter and pass-through arguments."""
 
@@ -296,7 +297,7 @@ class Launch:
     arguments: tuple[tuple[str, str], ...] = ()  # (run field, a plain entry point's option)
 
 
-@dataclass(frozen=True)
+@value
 class Slurm:
     """The spec's slurm section: the sbatch header and srun settings."""
 
@@ -316,7 +317,7 @@ class Slurm:
     max_time: str | None = None  # the partition's MaxTime (GL314)
 
 
-@dataclass(frozen=True)
+@value
 class Spec:
     """The typed, frozen spec: every section, with where each value came from."""
 

@@ -1,0 +1,88 @@
+"""``@value`` behaves as ``@dataclass(frozen=True)`` does: the same class written both ways is
+built, compared, hashed, shown, copied and refused assignment alike."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from dataclasses import field
+
+import pytest
+
+from generator.values import value
+
+
+@dataclasses.dataclass(frozen=True)
+class Generated:
+    a: int
+    b: str = "x"
+    c: tuple = field(default_factory=tuple)
+    hidden: int = field(default=0, repr=False)
+    ignored: int = field(default=0, compare=False)
+    cache: object = field(default=None, init=False, repr=False, compare=False)
+
+
+@value
+class Shared:
+    a: int
+    b: str = "x"
+    c: tuple = field(default_factory=tuple)
+    hidden: int = field(default=0, repr=False)
+    ignored: int = field(default=0, compare=False)
+    cache: object = field(default=None, init=False, repr=False, compare=False)
+
+
+CALLS = [((1,), {}), ((1, "y"), {}), ((), {"a": 2, "c": (3,)}), ((1,), {"hidden": 5, "ignored": 7}),
+         ((1, "z", (1, 2), 4, 5), {})]
+
+
+def _state(obj) -> tuple:
+    return tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))
+
+
+def _refused(call) -> bool:
+    try:
+        call()
+    except TypeError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_built_compared_hashed_and_shown_alike(args, kwargs) -> None:
+    g, s = Generated(*args, **kwargs), Shared(*args, **kwargs)
+    assert _state(g) == _state(s)
+    assert repr(s) == repr(g).replace("Generated", "Shared")
+    assert s == Shared(*args, **kwargs) and hash(s) == hash(Shared(*args, **kwargs))
+    assert s == dataclasses.replace(s, ignored=99) and g == dataclasses.replace(g, ignored=99)
+    assert s != dataclasses.replace(s, hidden=99) and g != dataclasses.replace(g, hidden=99)
+    assert s != g and s != _state(s)  # another class, a tuple of the same values
+    assert dataclasses.asdict(s) == dataclasses.asdict(g)
+    assert _state(dataclasses.replace(s, b="q")) == _state(dataclasses.replace(g, b="q"))
+    assert _state(copy.deepcopy(s)) == _state(s) and pickle.loads(pickle.dumps(s)) == s
+
+
+def test_bad_calls_are_refused_alike() -> None:
+    """A missing, extra, doubled, unknown or not-initialised argument: TypeError from both."""
+    for args, kwargs in [((), {}), ((1, "y", (), 0, 0, 9), {}), ((1,), {"a": 2}), ((1,), {"nope": 1}),
+                         ((1,), {"cache": 1})]:
+        assert _refused(lambda a=args, k=kwargs: Generated(*a, **k)), (args, kwargs)
+        assert _refused(lambda a=args, k=kwargs: Shared(*a, **k)), (args, kwargs)
+
+
+def test_no_assignment_after_init() -> None:
+    s = Shared(1)
+    for action in (lambda: setattr(s, "a", 2), lambda: delattr(s, "a"), lambda: setattr(s, "new", 1)):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            action()
+    object.__setattr__(s, "cache", 3)  # a cache slot is filled the way a frozen dataclass's is
+    assert s.cache == 3 and s == Shared(1)
+
+
+def test_the_project_value_classes_are_dataclasses_with_shared_methods() -> None:
+    from generator.plan.plan import Plan
+    from generator.spec.model import Model, Spec
+
+    for cls in (Spec, Model, Plan):
+        assert dataclasses.is_dataclass(cls) and cls.__init__ is Shared.__init__
