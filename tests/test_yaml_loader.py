@@ -56,17 +56,17 @@ def test_every_document_reads_as_the_pure_python_loader_reads_it(path: Path) -> 
 def _same_reading(text: str, display: str, taken: bool = False) -> None:
     """Where the fast path reads ``text``, it reads what the pure-Python loader reads; it never
     accepts what that loader refuses (that would let a bad spec through); ``taken``: it reads it."""
-    doc = load._load_fast(text, display)
+    fast = load._load_fast(text, display)
     try:
         root, data = _pure(text, display)
     except (yaml.YAMLError, load._LocatedYAMLError):
-        assert doc is None, text
+        assert fast is None, text
         return
-    if doc is None:
+    if fast is None:
         assert not taken, text
         return
-    assert doc.data == data
-    assert _nodes(doc.root) == _nodes(root)
+    assert fast[1] == data
+    assert _nodes(fast[0]) == _nodes(root)
 
 
 def test_a_document_libyaml_refuses_is_reported_by_the_pure_python_loader() -> None:

@@ -207,9 +207,42 @@ def load_yaml(text: str, display: str) -> Document:
     if deep:
         raise UserError(f"nested more than {MAX_DEPTH} levels deep; a spec is a few levels of "
                         "sections and values", Location(display, *deep))
-    fast = _load_fast(text, display)
-    if fast is not None:
-        return fast
+    root, data = _load_fast(text, display) or _load_pure(text, display)
+    return Document(display, data, root, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def _read(loader) -> tuple[yaml.Node | None, Any]:
+    """(root node, data) of the loader's one document (root None: the document is empty), its
+    aliases bounded; the loader is disposed of."""
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, None
+        _count_expanded(root)
+        return root, loader.construct_document(root)
+    finally:
+        loader.dispose()
+
+
+def _load_fast(text: str, display: str) -> tuple[yaml.Node, Any] | None:
+    """The document as libyaml's parser reads it, or None where PyYAML has no libyaml, the
+    document is empty or has any problem (the pure-Python loader then reads it and says what is
+    wrong) or holds a ``!``, a ``?`` or a tab, where the two parsers differ: libyaml reads
+    ``key: !`` as '' where PyYAML reads null, and accepts ``[0?]`` and a tab in a flow list,
+    which PyYAML refuses."""
+    if _FastSpecLoader is None or "!" in text or "?" in text or "\t" in text:
+        return None
+    stream = io.StringIO(text)
+    stream.name = display  # every mark names its file
+    try:
+        root, data = _read(_FastSpecLoader(stream))
+    except (yaml.YAMLError, _LocatedYAMLError):
+        return None
+    return None if root is None else (root, data)
+
+
+def _load_pure(text: str, display: str) -> tuple[yaml.Node, Any]:
+    """The document as the pure-Python loader reads it; every problem is a located UserError."""
     try:
         loader = _SpecLoader(text)
     except yaml.reader.ReaderError as exc:  # a control character or another unprintable one
@@ -217,12 +250,7 @@ def load_yaml(text: str, display: str) -> Document:
                         "YAML; remove it", Location(display, *_position(text, exc.position))) from None
     loader.name = display  # every mark names its file
     try:
-        root = loader.get_single_node()
-        if root is None:
-            raise UserError("the file is empty; a spec needs at least name, framework, cluster, "
-                            "model, parallelism and batch", Location(display, 1, 1))
-        _count_expanded(root)
-        data = loader.construct_document(root)
+        root, data = _read(loader)
     except _LocatedYAMLError as exc:
         line, col = (exc.mark.line + 1, exc.mark.column + 1) if exc.mark else (None, None)
         raise UserError(exc.message, Location(display, line, col)) from None
@@ -243,29 +271,7 @@ def load_yaml(text: str, display: str) -> Document:
         ) from None
     except yaml.YAMLError as exc:
         raise UserError(f"invalid YAML: {exc}", Location(display)) from None
-    finally:
-        loader.dispose()
-    return Document(display, data, root, hashlib.sha256(text.encode("utf-8")).hexdigest())
-
-
-def _load_fast(text: str, display: str) -> Document | None:
-    """The document as libyaml's parser reads it, or None where PyYAML has no libyaml, the
-    document has any problem (the pure-Python loader then reads it and says what is wrong) or
-    holds a ``!``, a ``?`` or a tab, where the two parsers differ: libyaml reads ``key: !`` as
-    '' where PyYAML reads null, and accepts ``[0?]`` and a tab in a flow list, which PyYAML refuses."""
-    if _FastSpecLoader is None or "!" in text or "?" in text or "\t" in text:
-        return None
-    stream = io.StringIO(text)
-    stream.name = display  # every mark names its file
-    loader = _FastSpecLoader(stream)
-    try:
-        root = loader.get_single_node()
-        if root is None:
-            return None
-        _count_expanded(root)
-        data = loader.construct_document(root)
-    except (yaml.YAMLError, _LocatedYAMLError):
-        return None
-    finally:
-        loader.dispose()
-    return Document(display, data, root, hashlib.sha256(text.encode("utf-8")).hexdigest())
+    if root is None:
+        raise UserError("the file is empty; a spec needs at least name, framework, cluster, "
+                        "model, parallelism and batch", Location(display, 1, 1))
+    return root, data
