@@ -13,24 +13,23 @@ import pytest
 from generator.values import value
 
 
-@dataclasses.dataclass(frozen=True)
-class Generated:
-    a: int
-    b: str = "x"
-    c: tuple = field(default_factory=tuple)
-    hidden: int = field(default=0, repr=False)
-    ignored: int = field(default=0, compare=False)
-    cache: object = field(default=None, init=False, repr=False, compare=False)
+def _fields(name: str) -> type:
+    """One class body for both decorators (named so that pickle finds the class here)."""
+
+    class Fields:
+        a: int
+        b: str = "x"
+        c: tuple = field(default_factory=tuple)
+        hidden: int = field(default=0, repr=False)
+        ignored: int = field(default=0, compare=False)
+        cache: object = field(default=None, init=False, repr=False, compare=False)
+
+    Fields.__name__ = Fields.__qualname__ = name
+    return Fields
 
 
-@value
-class Shared:
-    a: int
-    b: str = "x"
-    c: tuple = field(default_factory=tuple)
-    hidden: int = field(default=0, repr=False)
-    ignored: int = field(default=0, compare=False)
-    cache: object = field(default=None, init=False, repr=False, compare=False)
+Generated = dataclasses.dataclass(frozen=True)(_fields("Generated"))
+Shared = value(_fields("Shared"))
 
 
 CALLS = [((1,), {}), ((1, "y"), {}), ((), {"a": 2, "c": (3,)}), ((1,), {"hidden": 5, "ignored": 7}),
