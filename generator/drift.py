@@ -4,11 +4,13 @@ a missing one, an extra one) and what the golden-file tests assert. Nothing is w
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from generator.values import record
 
-@dataclass
+
+@record
 class Drift:
     """How the files on disk differ from what the spec generates (generate --check)."""
 

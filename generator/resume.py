@@ -20,11 +20,11 @@ partitions per data-parallel rank.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from generator.errors import UserError
+from generator.values import value
 
 SEVERITY = ("safe", "flags", "convert", "cannot")
 SUMMARY = {"safe": "resumes as it is",
@@ -53,7 +53,7 @@ UNIVERSAL = ("python -m deepspeed.checkpoint.ds_to_universal --input_folder {dir
              "set checkpoint.universal: true in NEW")
 
 
-@dataclass(frozen=True)
+@value
 class Change:
     """One plan value that differs between two runs, and what it means for a resume."""
 
@@ -69,7 +69,7 @@ class Change:
                 "why": self.why, "fix": self.fix or None}
 
 
-@dataclass(frozen=True)
+@value
 class Check:
     """Whether a run can resume from another run's checkpoints, value by value."""
 

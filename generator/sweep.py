@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
 
 from generator.errors import UserError
 from generator.spec.load import Document
 from generator.spec.model import Spec, build_spec
 from generator.spec.schema import validate
+from generator.values import record
 
 
-@dataclass
+@record
 class Point:
     """One point of a sweep: its values and the spec and plans it resolves to (or why not)."""
 

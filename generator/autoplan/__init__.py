@@ -5,7 +5,6 @@ fits is used. `gen-launch plan` prints the ranking (report.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -13,12 +12,13 @@ import yaml
 from generator.autoplan.space import domains, placeholders, searched
 from generator.errors import UserError
 from generator.spec.load import Document, load_yaml
+from generator.values import value
 
 if TYPE_CHECKING:  # the search itself is imported when a spec has fields to search
     from generator.autoplan.search import Candidate, Search
 
 
-@dataclass(frozen=True)
+@value
 class AutoPlan:
     """How a spec's auto fields were chosen (recorded in plan.json and explain)."""
 
@@ -108,8 +108,8 @@ def _with(doc: Document, values: dict[str, Any]) -> Document:
     from generator.spec.overlay import merge
 
     tree: dict = {}
-    for dotted, value in values.items():
+    for dotted, given in values.items():
         section, key = dotted.split(".")
-        tree.setdefault(section, {})[key] = value
+        tree.setdefault(section, {})[key] = given
     chosen = merge(doc, load_yaml(yaml.safe_dump(tree, sort_keys=False), f"{doc.file} (auto-plan)"))
     return Document(doc.file, chosen.data, chosen.root, doc.digest)

@@ -6,16 +6,16 @@ configs/20B.yml; NeMo's GPT-3 175B recipe."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from generator.autoplan.search import Candidate
 from generator.estimate.calibration import SC21_TABLE1
+from generator.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Published:
     """A published layout (paper or blog) that auto-plan's ranking is checked against."""
 
@@ -25,7 +25,7 @@ class Published:
     layout: dict[str, int]  # the published tp, pp (and vpp) to find in the ranking
 
 
-@dataclass(frozen=True)
+@value
 class Ranked:
     """Where the published parallel layout (tp × pp) ranks among the rows of the search, each a
     parallel layout with the model's best schedule (vpp), micro batch and settings for it."""

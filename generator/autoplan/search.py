@@ -24,6 +24,7 @@ from generator.plan.batch import solve_batch
 from generator.plan.plan import PlanError, batch_facts, resolve, spec_facts
 from generator.rules import RULES, Fact, Finding
 from generator.rules.megatron import uneven_split
+from generator.values import record
 
 SEARCH = "auto-plan"
 # the facts a layout sets; everything else the rules read is fixed by the spec
@@ -94,7 +95,7 @@ class Candidate:
                 "training.recompute": self.recompute}
 
 
-@dataclass
+@record
 class Search:
     """What a layout search found: the fitting layouts ranked, or the smallest that does not fit."""
 

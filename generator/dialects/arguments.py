@@ -3,11 +3,11 @@ table walked forward into argument lines, and what the dialect cannot express.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from generator.dialects import Dialect, dialect, megatron_dialect_names
 from generator.spec.model import ARCHITECTURE
+from generator.values import value
 
 # plan value -> the spec field it comes from (where a refusal points)
 # what the run reads and writes (run_io_values): written for the Megatron dialects only (GL223)
@@ -299,7 +299,7 @@ def _trainer_run_io(s) -> dict[str, Any]:
             "wandb_exp_name": io["wandb_exp_name"]}
 
 
-@dataclass(frozen=True)
+@value
 class Line:
     """One line of the argument array: a comment, or a flag with its (shell-ready) words."""
 
@@ -342,12 +342,12 @@ def unexpressed(d: Dialect, values: dict[str, Any]) -> list[str]:
                and (entry.written(values) is not None or not entry.applies(values)
                     or (entry.omit is not None and values.get(entry.value) == entry.omit))}
     missing = []
-    for name, value in values.items():
-        if name in written or name in _CARRIED or value is None or name not in SPEC_FIELD:
+    for name, given in values.items():
+        if name in written or name in _CARRIED or given is None or name not in SPEC_FIELD:
             continue
-        if value is False and name not in _FALSE_IS_A_CHOICE:
+        if given is False and name not in _FALSE_IS_A_CHOICE:
             continue
-        if name in d.defaults and d.defaults[name] == value:
+        if name in d.defaults and d.defaults[name] == given:
             continue
         missing.append(name)
     return missing

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from generator.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Word:
     """One option as given: the flag, the index of its word, and its values' indexes (or the
     inline value of ``--flag=value``)."""

@@ -4,7 +4,6 @@ against the dialect's parser (GL219, GL220). Run by resolve once the plan exists
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from generator.dialects import Catalogue, Dialect
@@ -19,6 +18,7 @@ from generator.dialects.arguments import (
 from generator.dialects.argv import split
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
+from generator.values import value
 
 
 def dialect_findings(plan) -> list[Finding]:
@@ -84,7 +84,7 @@ def _spec_value(spec, dotted: str) -> Any:
     return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
 
 
-@dataclass(frozen=True)
+@value
 class ArgProblem:
     """A word the parser would refuse: its index, the option (or word), why (unknown, stray,
     arity, choice) and the message."""

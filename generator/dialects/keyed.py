@@ -4,7 +4,6 @@ the readers and `import`. The tables: deepspeed.yaml, accelerate.yaml (their hea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ _DIR = Path(__file__).resolve().parent
 _UNSET = object()
 
 
-@dataclass(frozen=True)
+@value
 class Key:
     """One key of ds_config.json (see the header of deepspeed.yaml)."""
 

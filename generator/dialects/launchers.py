@@ -4,7 +4,6 @@ spelling its own parser accepts (catalogues/launcher-NAME.json)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from generator.values import value
 _DIR = Path(__file__).resolve().parent
 
 
-@dataclass(frozen=True)
+@value
 class LauncherOption:
     """One option of a launcher's command line and the plan value it carries."""
 

@@ -3,17 +3,17 @@ and srun options the readers and `import` take apart."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from generator.resources import read_yaml
+from generator.values import value
 
 _DIR = Path(__file__).resolve().parent
 
 
-@dataclass(frozen=True)
+@value
 class SlurmOption:
     """One sbatch/srun option: its long and short spelling and what value it takes."""
 

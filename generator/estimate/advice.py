@@ -3,10 +3,10 @@ advice with the law, its units and its fit range; it never changes the plan."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from generator.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Advice:
     """A batch-size / learning-rate suggestion from a published scaling law."""
 

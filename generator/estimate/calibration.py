@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
 
 from generator.estimate.memory import Layout
 from generator.estimate.params import Shape
 from generator.estimate.performance import Hardware, estimate_performance
+from generator.values import value
 
 # params (B), heads, hidden, layers, t, p, GPUs, batch, micro batch, vpp, achieved TFLOP/s per GPU
 SC21_TABLE1 = [
@@ -66,7 +66,7 @@ A100 = "a100-80gb"
 H100 = "h100-80gb"
 
 
-@dataclass(frozen=True)
+@value
 class Run:
     """One published run: the model, the layout, the GPU preset and the measured step time."""
 
@@ -84,7 +84,7 @@ class Run:
         return self.layout.tp * self.layout.pp * self.layout.cp * self.layout.dp
 
 
-@dataclass(frozen=True)
+@value
 class Row:
     """One published run with its leave-one-out prediction."""
 

@@ -6,7 +6,7 @@ optimizer."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from generator.estimate.params import Shape, count_params
 from generator.estimate.vectors import maximum, minimum, where
@@ -19,7 +19,7 @@ ALLOWANCE_FIXED_GIB = 2.0
 ALLOWANCE_FRACTION = 0.05
 
 
-@dataclass(frozen=True)
+@value
 class Layout:
     """How the model is split and trained; everything the memory formulas depend on."""
 

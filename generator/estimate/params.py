@@ -4,13 +4,12 @@ presets on the meta device and holds these counts to the built model's."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 from generator.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Shape:
     """The model numbers the estimates need (from a spec's model section or a paper's table)."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from generator import __version__
@@ -24,12 +24,13 @@ from generator.importer.trainer import read_accelerate, read_trainer
 from generator.lint.engine import Run
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.rules import Finding
+from generator.values import record
 
 # shown even when equal to the schema's default: the numbers a reader looks for first
 _ALWAYS = {"parallelism.tp", "parallelism.pp", "training.precision", "training.decay"}
 
 
-@dataclass
+@record
 class Imported:
     """A spec drafted from existing launch files, with what lint found in them."""
 

@@ -3,10 +3,12 @@ with why, written as YAML in the schema's order with the marks as comments."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import yaml
+
+from generator.values import record
 
 MARK = "gen-launch import:"
 
@@ -22,7 +24,7 @@ def spec_word(word: str | None):
     return {"shell": word.shell} if isinstance(word, RuntimeWord) else word
 
 
-@dataclass
+@record
 class Draft:
     """The spec values an import could read, and why the others are not known."""
 

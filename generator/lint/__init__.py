@@ -4,7 +4,7 @@ run they imply, and report every inconsistency with the same rules the generator
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from generator.errors import UserError
@@ -13,11 +13,12 @@ from generator.lint.engine import lint_texts
 from generator.lint.report import Located, locate
 from generator.readers.bash.lexer import STOPPED
 from generator.readers.neox_config import looks_like_neox_config
+from generator.values import record
 
 _NOQA = re.compile(r"gen-launch:\s*noqa(?::?\s*(?P<codes>[A-Z]{2}\d{3}(?:[\s,]+[A-Z]{2}\d{3})*))?")
 
 
-@dataclass
+@record
 class Report:
     """Findings of a lint run, located in their files."""
 

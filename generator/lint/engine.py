@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import UNKNOWN
@@ -16,6 +16,7 @@ from generator.readers.launch import accelerate_world, read_launch
 from generator.readers.neox_config import looks_like_neox_config, read_neox_config
 from generator.readers.trainer_config import read_trainer_config
 from generator.rules import Fact, Finding, run_rules
+from generator.values import record
 
 SCRIPT_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 # Facts a DeepSpeed JSON gives, and the generic names they stand in for when the script has none.
@@ -24,7 +25,7 @@ _DS_GENERIC = {"ds_train_batch_size": "global_batch_size", "ds_micro_batch_size"
                "ds_zero_stage": "zero_stage"}
 
 
-@dataclass
+@record
 class Run:
     """One launch: the facts of a script and its DeepSpeed JSON (or a JSON on its own)."""
 
@@ -33,7 +34,7 @@ class Run:
     ds_facts: dict[str, Fact] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class LintResult:
     """What linting a set of texts found, and what could not be read or followed."""
 

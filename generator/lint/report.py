@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from generator import __version__
 from generator.rules import RULES, Finding
+from generator.values import value
 
 _LOCATION = re.compile(r"^(?P<path>.*?):(?P<line>\d+):(?P<col>\d+)(?: \((?P<note>.*)\))?$")
 
 
-@dataclass(frozen=True)
+@value
 class Located:
     """A finding at its file, line and column."""
 

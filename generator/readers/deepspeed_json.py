@@ -4,11 +4,12 @@ trailing commas allowed, duplicate keys an error. Every fact carries file:line:c
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from generator.dialects.keyed import keyed_dialect
 from generator.readers.jsonc import JsonError, Node, parse
 from generator.rules.registry import Fact
+from generator.values import record
 
 # top-level keys that make a JSON a DeepSpeed config (detection only: a sweep's index.json or a
 # tokenizer config is not one; rarer keys such as "pipeline" alone are not enough)
@@ -16,7 +17,7 @@ _DS_HINTS = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_acc
              "zero_optimization", "fp16", "bf16", "optimizer", "scheduler", "gradient_clipping"}
 
 
-@dataclass
+@record
 class DeepSpeedRead:
     """What reading a DeepSpeed config found: its facts and problems."""
 

@@ -4,8 +4,9 @@ allowed, duplicate keys an error. Every value keeps its offset so findings can n
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from generator.values import record
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
@@ -18,7 +19,7 @@ class JsonError(ValueError):
         self.offset = offset
 
 
-@dataclass
+@record
 class Node:
     """A JSON value with where it (and its key) starts in the text."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 
 from generator.dialects.argv import is_flag, split
@@ -15,6 +15,7 @@ from generator.dialects.slurm import value_options
 from generator.readers.bash import Command, Field, Script, read_script
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.rules.registry import Fact
+from generator.values import record
 
 _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
 
@@ -118,7 +119,7 @@ def _megatron_reading() -> tuple[dict[str, str], dict[str, str], set[str]]:
     return ints, switches, hints
 
 
-@dataclass
+@record
 class LaunchRead:
     """What one script says: facts, plus the DeepSpeed JSON it writes or refers to."""
 

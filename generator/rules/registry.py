@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from generator.values import value
+
 
 @dataclass(frozen=True)
 class Fact:
@@ -38,7 +40,7 @@ def _rank(source: str) -> int:
 _CONTEXT = ("framework", "gpu")  # facts that select a rule rather than take part in it
 
 
-@dataclass(frozen=True)
+@value
 class Finding:
     """What a rule says about a plan or a script."""
 
@@ -59,7 +61,7 @@ class Finding:
         return f"{head}: {self.code} {self.message}{origins}"
 
 
-@dataclass(frozen=True)
+@value
 class Rule:
     """A check with its code, name, severity and the facts it reads."""
 

@@ -12,13 +12,13 @@ import hashlib
 import io
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from generator.errors import Location, UserError
+from generator.values import value
 
 MAX_EXPANDED_NODES = 10_000
 MAX_FILE_BYTES = 1 << 20
@@ -93,7 +93,7 @@ def _located(node: yaml.Node, message: str) -> _LocatedYAMLError:
     return _LocatedYAMLError(node.start_mark, message)
 
 
-@dataclass(frozen=True)
+@value
 class Document:
     """A loaded YAML document: its data and the node tree that knows where each value is."""
 

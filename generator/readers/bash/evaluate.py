@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from generator.readers.bash import arith
 from generator.readers.bash.lexer import STOPPED, Arith, ArrayAssign, Lit, Op, Param, Redirect, Word, lex
+from generator.values import record
 
 UNKNOWN = "\x00"  # stands for a run-time value inside a field's text
 MAX_COMMANDS = 20_000
@@ -53,7 +54,7 @@ class Field:
 Seg = Field  # a piece of a value: same shape, joined into fields by expansion
 
 
-@dataclass
+@record
 class Var:
     """A shell variable as the evaluator tracks it (scalar or array, exported or not)."""
 
@@ -77,7 +78,7 @@ def join(segs: list[Seg]) -> Field:
     return Field(text, segs[0].offset if segs else 0, notes, tuple(pieces))
 
 
-@dataclass
+@record
 class Command:
     """One simple command the script runs, its words evaluated."""
 
@@ -90,7 +91,7 @@ class Command:
     piped: bool = False  # its input is the previous command's output (`a | b`)
 
 
-@dataclass
+@record
 class Script:
     """A shell script read statically: its commands and variables."""
 
@@ -132,7 +133,7 @@ class _Budget(Exception):
     pass
 
 
-@dataclass
+@record
 class _Branch:
     """An open ``if`` or ``case``: whether the current arm runs ("run"), cannot ("skip") or is
     not decided statically ("maybe"), whether an earlier arm surely ran (``taken``) or may have

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from generator.values import record
+
 OPERATORS = ("&&", "||", ";;", ";&", "|&", ";", "&", "|", "(", ")", "\n")
 REDIRECTS = ("<<<", "<<-", "<<", ">>", "&>>", "&>", ">&", "<&", ">|", "<>", ">", "<")
 PARAM_OPS = (":-", ":=", ":+", ":?", "-", "=", "+", "?", "%%", "%", "##", "#", "//", "/", "^^",
@@ -28,7 +30,7 @@ class Lit:
     quoted: bool = False
 
 
-@dataclass
+@record
 class Param:
     """A parameter expansion (${NAME}, ${NAME:-default}, ...) in a shell word."""
 
@@ -42,7 +44,7 @@ class Param:
     indirect: bool = False  # ${!X}
 
 
-@dataclass
+@record
 class Arith:
     """An arithmetic expansion $((...)) in a shell word."""
 
@@ -51,7 +53,7 @@ class Arith:
     quoted: bool = False
 
 
-@dataclass
+@record
 class Unknown:
     """A command substitution, backtick or anything else only known at run time."""
 
@@ -75,7 +77,7 @@ class Word:
         return None
 
 
-@dataclass
+@record
 class ArrayAssign:
     """An array assignment NAME=(...) or NAME+=(...)."""
 
@@ -93,7 +95,7 @@ class Op:
     offset: int
 
 
-@dataclass
+@record
 class Redirect:
     """A redirection, with its here-document if it has one."""
 
@@ -103,7 +105,7 @@ class Redirect:
     heredoc: Heredoc | None = None
 
 
-@dataclass
+@record
 class Heredoc:
     """A here-document's body and how it expands."""
 
