@@ -1,5 +1,6 @@
-"""``@value`` behaves as ``@dataclass(frozen=True)`` does: the same class written both ways is
-built, compared, hashed, shown, copied and refused assignment alike."""
+"""``@value`` behaves as ``@dataclass(frozen=True)`` does, and ``@record`` as ``@dataclass``: the
+same class written both ways is built, compared, hashed, shown, copied and refused assignment
+alike (or, mutable, assigned alike)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import field
 
 import pytest
 
-from generator.values import value
+from generator.values import record, value
 
 
 def _fields(name: str) -> type:
@@ -30,6 +31,8 @@ def _fields(name: str) -> type:
 
 Generated = dataclasses.dataclass(frozen=True)(_fields("Generated"))
 Shared = value(_fields("Shared"))
+GeneratedMutable = dataclasses.dataclass(_fields("GeneratedMutable"))
+SharedMutable = record(_fields("SharedMutable"))
 
 
 CALLS = [((1,), {}), ((1, "y"), {}), ((), {"a": 2, "c": (3,)}), ((1,), {"hidden": 5, "ignored": 7}),
@@ -85,3 +88,41 @@ def test_the_project_value_classes_are_dataclasses_with_shared_methods() -> None
 
     for cls in (Spec, Model, Plan):
         assert dataclasses.is_dataclass(cls) and cls.__init__ is Shared.__init__
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_record_built_compared_and_shown_as_a_dataclass(args, kwargs) -> None:
+    g, s = GeneratedMutable(*args, **kwargs), SharedMutable(*args, **kwargs)
+    assert _state(g) == _state(s)
+    assert repr(s) == repr(g).replace("GeneratedMutable", "SharedMutable")
+    assert s == SharedMutable(*args, **kwargs) and s != g
+    assert s == dataclasses.replace(s, ignored=99) and s != dataclasses.replace(s, hidden=99)
+    assert dataclasses.asdict(s) == dataclasses.asdict(g)
+    assert _state(copy.deepcopy(s)) == _state(s) and pickle.loads(pickle.dumps(s)) == s
+
+
+def test_record_is_mutable_and_unhashable_as_a_dataclass() -> None:
+    g, s = GeneratedMutable(1), SharedMutable(1)
+    g.a = s.a = 5
+    g.extra = s.extra = 1
+    assert _state(g) == _state(s) and s.a == 5
+    for obj in (g, s):
+        with pytest.raises(TypeError):
+            hash(obj)
+    assert SharedMutable(1).cache is None and GeneratedMutable(1).cache is None
+
+
+def test_bad_record_calls_are_refused_alike() -> None:
+    for args, kwargs in [((), {}), ((1, "y", (), 0, 0, 9), {}), ((1,), {"a": 2}), ((1,), {"nope": 1}),
+                         ((1,), {"cache": 1})]:
+        assert _refused(lambda a=args, k=kwargs: GeneratedMutable(*a, **k)), (args, kwargs)
+        assert _refused(lambda a=args, k=kwargs: SharedMutable(*a, **k)), (args, kwargs)
+
+
+def test_the_project_record_classes_share_the_methods() -> None:
+    from generator.lint.engine import LintResult
+    from generator.readers.launch import LaunchRead
+
+    for cls in (LintResult, LaunchRead):
+        assert dataclasses.is_dataclass(cls) and cls.__init__ is SharedMutable.__init__
+        assert cls.__hash__ is None
