@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -15,13 +17,27 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "seed-pretrain-256.yaml"
 
 
-def wall(command: list[str], repeat: int = 7) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _environment() -> dict[str, str]:
+    """This environment, writing bytecode: an installed package runs from its .pyc files, so a
+    start-up figure without them (PYTHONDONTWRITEBYTECODE set) would time the compiler."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def walls(commands: dict[str, list[str]], rounds: int = 15) -> dict[str, list[float]]:
+    """Each command's CPU time (user + system of the process), run in turns (one of each per
+    round, after one warm-up run each). CPU time, not wall time: on a shared machine another
+    tenant's load stretches wall times by up to 2x from one run to the next."""
+    env = _environment()
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    for warm_up, repeat in ((True, 1), (False, rounds)):
+        for _ in range(repeat):
+            for label, command in commands.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                subprocess.run(command, check=True, capture_output=True, env=env)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                if not warm_up:
+                    times[label].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return times
 
 
 def main() -> None:
@@ -48,12 +64,14 @@ def main() -> None:
         "gen-launch explain (seed)": [*cli, "explain", str(SAMPLE)],
         "gen-launch generate --target all": [*cli, "generate", str(SAMPLE), "--out", "/tmp/gen-launch-bench"],
     }
-    times = {label: wall(command) for label, command in commands.items()}
+    times = walls(commands)
     for label, seconds in times.items():
-        print(f"{label + ':':40} {seconds * 1000:7.1f} ms")
+        print(f"{label + ':':40} {statistics.median(seconds) * 1000:7.1f} ms CPU (median of {len(seconds)})")
     generate = times["gen-launch generate --target all"]
     for label in ("import the dependencies", "a no-op typer command (same deps)"):
-        print(f"{'generate / ' + label.split(' (')[0] + ':':40} {generate / times[label]:7.2f} x")
+        ratios = [g / other for g, other in zip(generate, times[label], strict=True)]
+        print(f"{'generate / ' + label.split(' (')[0] + ':':40} {statistics.median(ratios):7.2f} x "
+              f"(median of the rounds' ratios; {min(ratios):.2f}-{max(ratios):.2f})")
 
     sys.path.insert(0, str(ROOT))
     from generator.plan.plan import resolve
