@@ -86,3 +86,24 @@ def test_a_cache_folder_others_can_write_to_is_not_used(tmp_path: Path) -> None:
         folder.chmod(0o700)
     own = _generate(cache, tmp_path / "own")
     assert own["plan.json"] != cold["plan.json"]  # the halved efficiency: longer steps
+
+
+def test_a_catalogue_kept_in_the_cache_is_the_one_its_json_gives(tmp_path: Path, monkeypatch) -> None:
+    """A parser catalogue is kept as its options' fields (read_kept, kind "options"): read back,
+    every option is the one parsed from the JSON, and a kind names its own entry (the same file
+    kept by another reader is not mistaken for it)."""
+    from generator import dialects, resources
+
+    monkeypatch.setenv("GEN_LAUNCH_CACHE", str(tmp_path / "cache"))
+    path = ROOT / "generator" / "dialects" / "catalogues" / "megatron-lm-core_v0.16.1.json"
+    parsed = dialects._options(path.read_text(encoding="utf-8"))
+    assert resources.read_kept(path, "options", dialects._options) == parsed  # parsed and kept
+    assert resources.read_kept(path, "options", lambda text: 1 / 0) == parsed  # read back
+    assert resources.read_kept(path, "other", lambda text: "other") == "other"
+    source, defined = parsed
+    fresh = dialects.Catalogue(source, defined)
+    option = fresh.get("--tensor-model-parallel-size")
+    assert (option.arity, option.kind, option.default) == (1, "int", 1)
+    assert fresh.get("--sequence-parallel").arity == 0 and fresh.get("--no-such-flag") is None
+    assert fresh.get("--tensor-model-parallel-size") is option  # made once
+    assert "--ckpt-format" in fresh and "--no-such-flag" not in fresh

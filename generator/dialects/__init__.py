@@ -16,7 +16,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from generator.resources import read_yaml
+from generator.resources import read_kept, read_yaml
 from generator.values import value
 
 _DIR = Path(__file__).resolve().parent
@@ -42,16 +42,22 @@ class Option:
 
 @value
 class Catalogue:
-    """Every option one parser defines, by flag, with the file it was extracted from."""
+    """Every option one parser defines, by flag, with the file it was extracted from. The
+    options are kept as (dest, arity, choices, kind, default) and made Options when asked for:
+    most questions are only whether a parser defines a flag."""
 
     source: str
-    options: dict[str, Option]
+    defined: dict[str, tuple]
+    _made: dict[str, Option] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __contains__(self, flag: str) -> bool:
-        return flag in self.options
+        return flag in self.defined
 
     def get(self, flag: str) -> Option | None:
-        return self.options.get(flag)
+        option = self._made.get(flag)
+        if option is None and flag in self.defined:
+            option = self._made[flag] = Option(flag, *self.defined[flag])
+        return option
 
 
 _ACTION_ARITY = {"StoreTrueAction": 0, "StoreFalseAction": 0, "StoreConstAction": 0,
@@ -70,8 +76,14 @@ def _choice(value: Any) -> str:
 @cache
 def catalogue(name: str) -> Catalogue:
     """A parser's options (catalogues/NAME.json); MindSpeed's lists names only (arity unknown)."""
-    data = json.loads((_DIR / "catalogues" / f"{name}.json").read_text(encoding="utf-8"))
-    options: dict[str, Option] = {}
+    source, defined = read_kept(_DIR / "catalogues" / f"{name}.json", "options", _options)
+    return Catalogue(source, defined)
+
+
+def _options(text: str) -> tuple[str, dict[str, tuple]]:
+    """(source, {flag: (dest, arity, choices, kind, default)}) of a catalogue's JSON."""
+    data = json.loads(text)
+    options: dict[str, tuple] = {}
     for entry in data["flags"]:
         action, nargs = entry.get("action"), entry.get("nargs")
         if "action" not in entry:
@@ -84,9 +96,8 @@ def catalogue(name: str) -> Catalogue:
             arity = nargs
         choices = tuple(_choice(c) for c in entry["choices"]) if entry.get("choices") else None
         for flag in entry["options"]:
-            options[flag] = Option(flag, entry.get("dest", ""), arity, choices, entry.get("type"),
-                                   entry.get("default"))
-    return Catalogue(data["source"], options)
+            options[flag] = (entry.get("dest", ""), arity, choices, entry.get("type"), entry.get("default"))
+    return data["source"], options
 
 
 @dataclass(frozen=True)
@@ -253,13 +264,12 @@ def _catalogue_of(table: dict[str, Any], base: dict[str, Any], release: str | No
         cat = catalogue(base["releases"][release])
         if "adds" in table:
             added = catalogue(table["adds"])
-            cat = Catalogue(f"{cat.source} + {added.source}", {**cat.options, **added.options})
+            cat = Catalogue(f"{cat.source} + {added.source}", {**cat.defined, **added.defined})
     else:
         cat = catalogue(table["catalogue"])
     if "extra_options" in table:
-        cat = Catalogue(cat.source, {**cat.options, **{
-            flag: Option(flag, flag[2:], arity, None, None)
-            for flag, arity in table["extra_options"].items()}})
+        cat = Catalogue(cat.source, {**cat.defined, **{
+            flag: (flag[2:], arity, None, None, None) for flag, arity in table["extra_options"].items()}})
     return cat
 
 

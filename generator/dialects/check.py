@@ -113,7 +113,7 @@ def split_argv(words: list[str], cat: Catalogue,
         option = cat.get(name)
         if option is None:
             problems.append(ArgProblem(k, name, "unknown", f"launch.extra_args[{k}] {name} is not an "
-                                       f"option of {label}{did_you_mean(name, cat.options)}"))
+                                       f"option of {label}{did_you_mean(name, cat.defined)}"))
         elif not option.takes(len(values)):
             wanted = {0: "no value", 1: "one value"}.get(option.arity, f"{option.arity} values") \
                 if isinstance(option.arity, int) else f"nargs {option.arity!r}"
