@@ -155,8 +155,8 @@ def test_the_fsdp_run_is_the_blogs_throughput_and_model() -> None:
 
 def test_every_published_run_fits_the_gpu_it_ran_on() -> None:
     """Runs that ran are never reported as not fitting: each published run's layout (SC21's
-    fp16 runs without a sharded optimizer, Korthikanti's, MT-NLG's ZeRO-1, Nemotron-4 340B's
-    distributed optimizer without recompute) fits its GPU's memory by the estimate."""
+    fp16 runs without a sharded optimizer, Korthikanti's, MT-NLG's ZeRO-1, both Nemotron-4
+    models' distributed optimizer without recompute) fits its GPU's memory by the estimate."""
     from generator.estimate.calibration import runs
 
     for run in runs():
@@ -165,43 +165,82 @@ def test_every_published_run_fits_the_gpu_it_ran_on() -> None:
         assert memory.fits, (run.name, memory.total / GIB, capacity)
 
 
-def test_nemotron4_340b_checks_the_h100s_assumed_efficiency() -> None:
+def test_nemotron4_340b_rows_are_the_reports_model_and_layout() -> None:
     """The Nemotron-4 340B report's Table 2 (H100, t 8 × p 12): the model built is 341.0B
-    parameters (9.4B embedding + 331.6B, as the report counts them), each row's dp is GPUs / 96,
-    and the H100's assumed 0.60 predicts each iteration within 3% (read without interleaving)."""
+    parameters (9.4B embedding + 331.6B, as the report counts them), each row's dp is GPUs / 96."""
     from generator.estimate.calibration import H100, NEMOTRON4_340B, leave_one_out
 
-    rows = leave_one_out(H100)
+    rows = [r for r in leave_one_out(H100) if "340B" in r.run.name]
     assert [r.run.layout.dp for r in rows] == [dp for dp, *_ in NEMOTRON4_340B]
     params = count_params(rows[0].run.shape)
     assert params.total / 1e9 == pytest.approx(341.0, abs=0.1)
     assert params.embedding * 2 / 1e9 == pytest.approx(9.4, abs=0.05)
+
+
+# Nemotron-4 15B report, Table 2: the MFU column beside the iteration times (989 TFLOP/s peak)
+NEMOTRON4_15B_MFU = [34.3, 33.3, 30.5]
+
+
+def test_nemotron4_15b_rows_are_the_reports_model_layout_and_mfu() -> None:
+    """The 15B report's Table 2 rows: the model built is 15.6B parameters (3.2B embedding +
+    12.5B non-embedding, as the report counts them), dp = GPUs / 8, and each row's iteration time
+    gives the MFU the report prints beside it (to the rounding of a two-digit time)."""
+    from generator.estimate.calibration import H100, NEMOTRON4_15B, leave_one_out
+
+    rows = [r for r in leave_one_out(H100) if "15B" in r.run.name]
+    assert [r.run.layout.dp for r in rows] == [dp for dp, *_ in NEMOTRON4_15B]
+    params = count_params(rows[0].run.shape)
+    assert params.embedding * 2 / 1e9 == pytest.approx(3.15, abs=0.01)
+    assert (params.total - params.embedding * 2) / 1e9 == pytest.approx(12.5, abs=0.05)
+    for row, mfu in zip(rows, NEMOTRON4_15B_MFU, strict=True):
+        model, _ = step_flops(row.run.shape, row.run.global_batch, "none")
+        assert 100 * model / row.run.step_time_s / row.run.gpus / 989e12 == pytest.approx(mfu, abs=0.5)
+
+
+def test_h100_runs_are_predicted_from_the_others_within_their_tolerance() -> None:
+    """Both Nemotron-4 models fit the H100's efficiency: each of the six runs predicted with the
+    constant fitted on the other five (the other model's three runs among them) within 10% but
+    the 15B's largest run (16% fast: its slowdown at 288 nodes is not modelled); median within 7%."""
+    from generator.estimate.calibration import H100, leave_one_out, median_abs_error
+
+    rows = leave_one_out(H100)
+    assert len(rows) == 6 and all(r.run.fitted for r in rows)
     for row in rows:
-        assert abs(row.error) <= 0.03, (row.run.name, row.error)
+        tolerance = 0.17 if row.run.name == "Nemotron-4 15B on 2304" else 0.10
+        assert abs(row.error) <= tolerance, (row.run.name, row.error)
+    assert median_abs_error(rows) <= 0.07
 
 
-def test_the_a100_presets_hold_the_fit_and_its_band() -> None:
-    """gpus.yaml's A100 efficiency is the constant fitted on all fitted runs (to 0.01), its
-    uncertainty the largest leave-one-out error; presets without published runs have none."""
+@pytest.mark.parametrize(("gpu", "same"), [("a100-80gb", ("a100-40gb", "a100-80gb")),
+                                           ("h100-80gb", ("h100-80gb", "h200-141gb"))])
+def test_the_presets_hold_each_generations_fit_and_its_band(gpu: str, same: tuple[str, ...]) -> None:
+    """gpus.yaml's efficiency of a calibrated generation is the constant fitted on all its runs
+    (to 0.005), its uncertainty the largest leave-one-out error; presets without published runs
+    of their generation have none."""
     from generator.estimate.calibration import band, fit_efficiency, leave_one_out, runs
 
-    fit = fit_efficiency([r for r in runs() if r.fitted])
-    uncertainty = band(leave_one_out())
-    for name in ("a100-40gb", "a100-80gb"):
+    fit = fit_efficiency([r for r in runs() if r.fitted and r.gpu == gpu])
+    uncertainty = band(leave_one_out(gpu))
+    for name in same:
         assert presets.gpus()[name]["efficiency"] == pytest.approx(fit, abs=0.005)
         assert presets.gpus()[name]["uncertainty"] == uncertainty
-    assert presets.gpus()["h100-80gb"].get("uncertainty") is None
+    for name in ("b200", "gb200", "mi300x"):
+        assert presets.gpus()[name].get("uncertainty") is None
 
 
 def test_an_estimate_reports_its_band(tmp_path: Path) -> None:
     a100 = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "a100-80gb"}), "a.yaml")
     h100 = plan_of(tmp_path, spec_dict(), "h.yaml")
+    b200 = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "b200"}), "b.yaml")
     assert a100.estimate().to_json()["performance"]["uncertainty"] == 0.12
-    assert h100.estimate().to_json()["performance"]["uncertainty"] is None
-    result = CliRunner().invoke(app, ["explain", str(tmp_path / "h.yaml")])
-    assert "throughput uncertainty unknown: no published h100-80gb runs" in result.output
+    assert h100.estimate().to_json()["performance"]["uncertainty"] == 0.16
+    assert b200.estimate().to_json()["performance"]["uncertainty"] is None
+    result = CliRunner().invoke(app, ["explain", str(tmp_path / "b.yaml")])
+    assert "throughput uncertainty unknown: no published b200 runs" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "a.yaml")])
     assert "throughput ±12%" in result.output
+    result = CliRunner().invoke(app, ["explain", str(tmp_path / "h.yaml")])
+    assert "throughput ±16%" in result.output
 
 
 def test_sc21_parameter_column() -> None:
