@@ -163,11 +163,10 @@ def runs() -> list[Run]:
     shape = Shape(32, 6144, 48, 8, 24576, 256000, 4096, bias=False, learned_positions=False,
                   tie_embeddings=False)
     for _dp, gpus, batch, seconds in NEMOTRON4_15B:  # dp = GPUs / 8
+        layout = _layout(8, 1, 1, gpus, batch, 1, recompute="none", sequence_parallel=True,
+                         sharding="distributed_optimizer", precision="bf16", flash_attention=True)
         out.append(Run(f"Nemotron-4 15B on {gpus}", "Parmar et al. 2024, Nemotron-4 15B report, Table 2",
-                       H100, shape, _layout(8, 1, 1, gpus, batch, 1, recompute="none", sequence_parallel=True,
-                                      sharding="distributed_optimizer", precision="bf16",
-                                      flash_attention=True),
-                       batch, seconds))
+                       H100, shape, layout, batch, seconds))
     # Llama-2-7B: 32 layers, h 4096, 32 heads (no GQA), SwiGLU FFN 11008, RMSNorm, RoPE, no
     # biases, untied embeddings, V 32,000
     shape = Shape(32, 4096, 32, 32, 11008, 32000, 4096, swiglu=True, rmsnorm=True, bias=False,
