@@ -42,7 +42,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     no_args_is_help=True,
 )
-COMMANDS = {"generate", "explain", "plan", "schema", "rules", "lint", "import", "resume-check"}
 T = TypeVar("T")
 
 
@@ -428,16 +427,15 @@ def entrypoint(argv: list[str] | None = None) -> None:
         # collector would only walk the imported modules' objects again and again (~10 %)
         gc.disable()
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and not args[0].startswith("-") and args[0] not in COMMANDS:
+    commands = {info.name or typer.main.get_command_name(info.callback.__name__): info
+                for info in app.registered_commands}
+    if args and not args[0].startswith("-") and args[0] not in commands:
         args = ["generate", *args]
-    (_only(args[0]) if args and args[0] in COMMANDS else app)(args=args, prog_name="gen-launch")
-
-
-def _only(command: str) -> typer.Typer:
-    """The app with just the command that runs: typer builds every registered command's
-    parameters from its signature before it parses anything (~5 ms of each run). The listing of
-    all commands (``gen-launch --help``) still comes from the whole app."""
-    single = copy.copy(app)
-    single.registered_commands = [info for info in app.registered_commands
-                                  if (info.name or info.callback.__name__) == command]
-    return single
+    runs = app
+    if args and args[0] in commands:
+        # typer builds every registered command's parameters from its signature before it
+        # parses anything (~6 ms of each run): a run gets the app with just the command it
+        # calls (`gen-launch --help`, with no command, lists them all from the whole app)
+        runs = copy.copy(app)
+        runs.registered_commands = [commands[args[0]]]
+    runs(args=args, prog_name="gen-launch")

@@ -32,6 +32,24 @@ def test_help_lists_commands() -> None:
         assert command in result.stdout
 
 
+@pytest.mark.parametrize("command", ["generate", "explain", "plan", "lint", "import", "resume-check",
+                                     "schema", "rules"])
+def test_each_command_runs_alone_from_the_console_script(command: str, capsys, monkeypatch) -> None:
+    """The console script hands typer only the command a run calls (entrypoint): every command,
+    named as `gen-launch --help` lists it, still parses its own options, and only its own."""
+    import typer.main
+
+    built: list[object] = []
+    make = typer.main.get_command_from_info
+    monkeypatch.setattr(typer.main, "get_command_from_info",
+                        lambda *args, **kwargs: built.append(args or kwargs) or make(*args, **kwargs))
+    with pytest.raises(SystemExit) as exit_:
+        entrypoint([command, "--help"])
+    assert exit_.value.code == 0
+    assert f"Usage: gen-launch {command} [OPTIONS]" in capsys.readouterr().out
+    assert len(built) == 1 and runner.invoke(app, ["--help"]).stdout.count(command) >= 1
+
+
 def test_short_form_prints_one_target(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         entrypoint([SEED, "--target", "deepspeed"])
