@@ -199,16 +199,15 @@ def test_nemotron4_15b_rows_are_the_reports_model_layout_and_mfu() -> None:
 
 def test_h100_runs_are_predicted_from_the_others_within_their_tolerance() -> None:
     """Both Nemotron-4 models fit the H100's efficiency: each of the six runs predicted with the
-    constant fitted on the other five (the other model's three runs among them) within 10% but
-    the 15B's largest run (16% fast: its slowdown at 288 nodes is not modelled); median within 7%."""
+    constant fitted on the other five (the other model's three runs among them) within 10%
+    (the largest, the 15B on 288 nodes, +9%: its slowdown there is not modelled); median 3%."""
     from generator.estimate.calibration import H100, leave_one_out, median_abs_error
 
     rows = leave_one_out(H100)
     assert len(rows) == 6 and all(r.run.fitted for r in rows)
     for row in rows:
-        tolerance = 0.17 if row.run.name == "Nemotron-4 15B on 2304" else 0.10
-        assert abs(row.error) <= tolerance, (row.run.name, row.error)
-    assert median_abs_error(rows) <= 0.07
+        assert abs(row.error) <= 0.10, (row.run.name, row.error)
+    assert median_abs_error(rows) <= 0.035
 
 
 @pytest.mark.parametrize(("gpu", "same"), [("a100-80gb", ("a100-40gb", "a100-80gb")),
@@ -233,14 +232,14 @@ def test_an_estimate_reports_its_band(tmp_path: Path) -> None:
     h100 = plan_of(tmp_path, spec_dict(), "h.yaml")
     b200 = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "b200"}), "b.yaml")
     assert a100.estimate().to_json()["performance"]["uncertainty"] == 0.12
-    assert h100.estimate().to_json()["performance"]["uncertainty"] == 0.16
+    assert h100.estimate().to_json()["performance"]["uncertainty"] == 0.09
     assert b200.estimate().to_json()["performance"]["uncertainty"] is None
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "b.yaml")])
     assert "throughput uncertainty unknown: no published b200 runs" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "a.yaml")])
     assert "throughput ±12%" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "h.yaml")])
-    assert "throughput ±16%" in result.output
+    assert "throughput ±9%" in result.output
 
 
 def test_sc21_parameter_column() -> None:
@@ -530,7 +529,7 @@ def test_pipeline_sends_and_the_gradient_reduction_use_their_groups_links() -> N
     """Pipeline neighbours are tp·cp·dp ranks apart: with tp 1 and dp 8 each send leaves the node
     (50 GB/s; the estimate counted tp·cp·pp = 2 ranks and kept it on NVLink), with tp 2 and dp 2
     it stays (450 GB/s). The dense gradients are reduced over the dp × cp ranks ((dc − 1)/dc of
-    them): dp 2 × cp 2 reduces as dp 4 does."""
+    them, in fp32 as Megatron reduces a bf16 run's): dp 2 × cp 2 reduces as dp 4 does."""
     from generator.estimate.memory import Layout
     from generator.estimate.performance import P2P_LATENCY_S, Hardware, estimate_performance
 
@@ -548,7 +547,7 @@ def test_pipeline_sends_and_the_gradient_reduction_use_their_groups_links() -> N
     params = count_params(shape).total
     plain = estimate_performance(shape, Layout(tp=8, dp=4, overlap_grad_reduce=False), hw, 64)
     context = estimate_performance(shape, Layout(tp=8, dp=2, cp=2, overlap_grad_reduce=False), hw, 64)
-    assert plain.dp_comm_s == pytest.approx(2 * 2 * 3 / 4 * params / 8 / 50e9)
+    assert plain.dp_comm_s == pytest.approx(2 * 4 * 3 / 4 * params / 8 / 50e9)
     assert context.dp_comm_s == pytest.approx(plain.dp_comm_s)
 
 
@@ -582,7 +581,8 @@ def test_tp_comm_overlap_hides_all_but_one_chunk_of_the_tensor_parallel_traffic(
 
 def test_gradients_are_reduced_with_one_data_parallel_rank_too() -> None:
     """dp 1 is no reason for no gradient reduction: with cp 2 the two context-parallel ranks hold
-    the same weights and all-reduce their gradients (megatron-core's dp × cp group), and an MoE
+    the same weights and all-reduce their gradients (megatron-core's dp × cp group; fp32 ones in a
+    bf16 run), and an MoE
     model's experts are reduced over the expert data-parallel ranks (tp 8, etp 1, ep 2: 4 of
     them) whatever dp is; a dense tp-only layout has nothing to reduce."""
     from generator.estimate.memory import Layout
@@ -592,11 +592,39 @@ def test_gradients_are_reduced_with_one_data_parallel_rank_too() -> None:
     dense = Shape(8, 4096, 32, 8, 14336, 128256, 8192)
     params = count_params(dense).total
     context = estimate_performance(dense, Layout(tp=4, cp=2, dp=1, overlap_grad_reduce=False), hw, 8)
-    assert context.dp_comm_s == pytest.approx(2 * 2 * (1 / 2) * params / 4 / 450e9)
+    assert context.dp_comm_s == pytest.approx(2 * 4 * (1 / 2) * params / 4 / 450e9)
     assert estimate_performance(dense, Layout(tp=8, dp=1), hw, 8).dp_comm_s == 0.0
     moe = Shape(8, 4096, 32, 8, 14336, 128256, 8192, num_experts=8)
     experts = count_params(moe).layers_experts
     layout = Layout(tp=8, etp=1, ep=2, dp=1, overlap_grad_reduce=False)
     assert layout.expert_dp == 4
     assert estimate_performance(moe, layout, hw, 8).dp_comm_s == pytest.approx(
-        2 * 2 * (3 / 4) * experts / 2 / 450e9)
+        2 * 4 * (3 / 4) * experts / 2 / 450e9)
+
+
+def test_the_gradient_reduction_moves_megatrons_reduce_dtype_and_hides_what_the_files_overlap() -> None:
+    """Bytes per parameter on the data-parallel link, nothing overlapped: Megatron-LM reduces a
+    bf16 run's gradients in fp32 (all-reduce 2 × 4), an fp16 run's or bf16 main grads' in 16 bits
+    (2 × 2); the distributed optimizer reduce-scatters them and all-gathers the 16-bit parameters
+    (4 + 2); DeepSpeed ZeRO moves 16-bit gradients (2 × 2). Overlapped, the parameter gather of
+    the distributed optimizer also hides under the next step's first forward (the reduce under
+    the last backward): less stays exposed than of an all-reduce of the same gradients."""
+    from generator.estimate.memory import Layout
+    from generator.estimate.performance import Hardware, estimate_performance
+
+    shape = Shape(8, 4096, 32, 8, 14336, 128256, 8192)
+    hw = Hardware(989, 0.6, 3.35, 450, 50, 8)
+    per_byte = 3 / 4 * count_params(shape).total / 8 / 50e9  # tp 8 × dp 4: one byte a parameter
+
+    def dp(**settings) -> float:
+        layout = Layout(tp=8, dp=4, num_microbatches=4, **settings)
+        return estimate_performance(shape, layout, hw, 16).dp_comm_s
+
+    exposed = {"overlap_grad_reduce": False}
+    assert dp(**exposed) == pytest.approx(8 * per_byte)
+    assert dp(precision="fp16", **exposed) == pytest.approx(4 * per_byte)
+    assert dp(main_grads="bf16", **exposed) == pytest.approx(4 * per_byte)
+    assert dp(sharding="distributed_optimizer", **exposed) == pytest.approx(6 * per_byte)
+    assert dp(sharding="zero1", framework="megatron-deepspeed", **exposed) == pytest.approx(4 * per_byte)
+    assert dp(sharding="distributed_optimizer") < dp(sharding="distributed_optimizer", **exposed)
+    assert dp(sharding="distributed_optimizer") < dp() - 2 * per_byte

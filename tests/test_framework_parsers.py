@@ -403,3 +403,40 @@ def test_the_fp8_recipes_reach_megatrons_namespace(trees, tmp_path: Path) -> Non
     path.write_text(yaml.safe_dump(hopper))
     with pytest.raises(PlanError, match="GL226 fp8_recipe mxfp8 needs Blackwell"):
         spec_files(load_spec(path))
+
+
+def test_the_gradient_reduce_dtype_and_param_gather_overlap_are_megatrons(trees, tmp_path: Path) -> None:
+    """What the step-time model counts for the data-parallel reduction is what Megatron-LM's own
+    validate_args (core_v0.16.1 and main) makes of the generated arguments: gradients reduced in
+    fp32 (4 bytes, estimate.performance.gradient_bytes) exactly where it sets
+    accumulate_allreduce_grads_in_fp32 (bf16 and fp8 with fp32 main grads, not fp16 or bf16 main
+    grads), and the parameter all-gather overlapped with the forward exactly where
+    overlap_param_gather is on (the distributed optimizer)."""
+    import yaml
+
+    from generator.estimate.performance import gradient_bytes
+    from generator.estimate.plan import layout_of
+    from generator.plan.stages import resolve_run
+
+    cases = []
+    for version in ("core_v0.16", "latest"):
+        for precision, main_grads, optimizer in (("bf16", "fp32", True), ("bf16", "fp32", False),
+                                                 ("fp16", "fp32", True), ("bf16", "bf16", True),
+                                                 ("fp8", "fp32", True)):
+            data = spec_dict(name=f"grads-{precision}-{main_grads}-{optimizer}-{version}",
+                             megatron={"version": version},
+                             parallelism={"tp": 2, "pp": 1, "distributed_optimizer": optimizer},
+                             training={"precision": precision, "main_grads": main_grads})
+            path = tmp_path / f"{data['name']}.yaml"
+            path.write_text(yaml.safe_dump(data))
+            spec = load_spec(path)
+            (case,) = cases_of(spec_files(spec)[0], path.stem)
+            case["show"] = ["accumulate_allreduce_grads_in_fp32", "overlap_param_gather", "overlap_grad_reduce"]
+            cases.append((layout_of(resolve_run(spec)[0]), case))
+    results = run_parsers(trees, [case for _, case in cases])
+    for (layout, case), result in zip(cases, results, strict=True):
+        assert result["ok"], (case["label"], result)
+        shown = result["shown"]
+        assert (gradient_bytes(layout) == 4) == shown["accumulate_allreduce_grads_in_fp32"], (case["label"], shown)
+        assert (layout.sharding == "distributed_optimizer") == shown["overlap_param_gather"], (case["label"], shown)
+        assert layout.overlap_grad_reduce == shown["overlap_grad_reduce"] is True

@@ -21,7 +21,7 @@ judge the model and are not used here):
   data parallelism and the distributed optimizer; dp 96 / 192 / 288 on 768 / 1536 / 2304 GPUs,
   batch 384 / 768 / 1152 at seq 4096; iteration 0.57 / 0.58 / 0.64 s, MFU 34.3 / 33.3 / 30.5%:
   a test holds the two columns to each other). Not stated: micro batch (read as 1), recompute
-  (none), sequence parallelism (on). At micro batch 2 the model would predict the runs 11-30%
+  (none), sequence parallelism (on). At micro batch 2 the model would predict the runs 12-25%
   too fast; the largest run's 10% slowdown over the others (the same work per GPU) is not in the
   model (a network effect at 288 nodes), so it is the largest H100 error.
   The two Nemotron-4 models fit the H100's efficiency together (H100 and H200 are one

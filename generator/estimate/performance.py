@@ -190,19 +190,31 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     pp_comm = where(layout.pp > 1, 2 * m * layout.vpp * (volume / (link * 1e9) + P2P_LATENCY_S), 0.0)
     # dense gradients are reduced over the data × context parallel ranks (the ranks of a
     # context-parallel group hold the same weights); an MoE model's routed experts among the
-    # ranks holding the same experts (the expert data-parallel group)
+    # ranks holding the same experts (the expert data-parallel group), each group on its own link
+    # (NVLink when all its ranks share a node). A ring all-reduce is a reduce-scatter and an
+    # all-gather, each moving (n−1)/n of the buffer per GPU: of the gradients (in their reduce
+    # dtype), then of the reduced gradients, or with the distributed optimizer of the updated
+    # 16-bit parameters; ZeRO-3 only reduce-scatters here (its parameter gathers are below).
     stage_params, stage_experts = rank_params(shape, layout)
     share = (layout.dp * layout.cp - 1) / (layout.dp * layout.cp)
     expert_share = (layout.expert_dp - 1) / layout.expert_dp
-    # a ring all-reduce moves 2Ψ per GPU; ZeRO-3 reduce-scatters the gradients (Ψ) and
-    # all-gathers the 16-bit parameters for every micro-batch's forward and backward (2mΨ)
-    factor = (1 if layout.sharding == "zero3" else 2) * 2
-    # each group on its own link: NVLink when all its ranks share a node (a one-node job)
-    dp_total = factor * share * stage_params / (link_gbps(layout, "dp_cp", hw) * 1e9) + \
-        factor * expert_share * stage_experts / (link_gbps(layout, "expert_dp", hw) * 1e9)
-    backward = compute * 2 / 3 / m  # the last micro-batch's backward can hide it
-    dp_comm = where(layout.overlap_grad_reduce,
-                    maximum(dp_total - backward, dp_total / shape.num_layers), dp_total)
+    per_byte = share * stage_params / (link_gbps(layout, "dp_cp", hw) * 1e9) + \
+        expert_share * stage_experts / (link_gbps(layout, "expert_dp", hw) * 1e9)
+    grad_bytes = gradient_bytes(layout)
+    gather_bytes = 0 if layout.sharding == "zero3" else \
+        2 if layout.sharding == "distributed_optimizer" else grad_bytes
+    reduce, gather = per_byte * grad_bytes, per_byte * gather_bytes
+    # what the files overlap: the reduce-scatter (or all-reduce) with the last micro-batch's
+    # backward (--overlap-grad-reduce, ZeRO's overlap_comm, FSDP); the distributed optimizer's
+    # parameter all-gather with the next step's first forward (--overlap-param-gather, written
+    # with it); at least one layer's share stays exposed
+    backward = compute * 2 / 3 / m
+    if layout.sharding == "distributed_optimizer":
+        overlapped = maximum(reduce - backward, reduce / shape.num_layers) + \
+            maximum(gather - backward / 2, gather / shape.num_layers)
+    else:
+        overlapped = maximum(reduce + gather - backward, (reduce + gather) / shape.num_layers)
+    dp_comm = where(layout.overlap_grad_reduce, overlapped, reduce + gather)
     zero3 = 0.0
     if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
         link = hw.intranode_gbps if layout.shard_dp else link_gbps(layout, "dp_cp", hw)
@@ -212,6 +224,17 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
                        pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops, moe_comm)
+
+
+def gradient_bytes(layout: Layout) -> int:
+    """Bytes per gradient the data-parallel reduction moves. Megatron-LM reduces in fp32 where
+    its main gradients are fp32 and the run is not fp16 (validate_args sets
+    accumulate_allreduce_grads_in_fp32 for bf16, and so for fp8, which trains with --bf16; fp32
+    runs' gradients are fp32), in 16 bits with fp16 or bf16 main gradients; DeepSpeed and FSDP
+    in the 16-bit training dtype (their default communication dtype)."""
+    if layout.framework == "megatron-lm" and layout.precision != "fp16" and layout.main_grads == "fp32":
+        return 4
+    return 2
 
 
 def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None) -> float:
