@@ -628,3 +628,29 @@ def test_the_gradient_reduction_moves_megatrons_reduce_dtype_and_hides_what_the_
     assert dp(sharding="zero1", framework="megatron-deepspeed", **exposed) == pytest.approx(4 * per_byte)
     assert dp(sharding="distributed_optimizer") < dp(sharding="distributed_optimizer", **exposed)
     assert dp(sharding="distributed_optimizer") < dp() - 2 * per_byte
+
+
+def test_interleaved_pipeline_sends_are_hidden_where_megatron_core_overlaps_them(tmp_path: Path) -> None:
+    """megatron-core overlaps an interleaved schedule's sends with the chunks' compute (its
+    default in every release): only the fill and drain, one send across each of the p − 1
+    boundaries each way, stays exposed; without interleaving, or in the Megatron-DeepSpeed forks
+    (no overlap written), every one of a stage's 2·m·v sends is."""
+    from generator.estimate.memory import Layout
+    from generator.estimate.performance import P2P_LATENCY_S, Hardware, estimate_performance
+    from generator.estimate.plan import layout_of
+
+    shape = Shape(32, 4096, 32, 8, 14336, 128256, 8192)
+    hw = Hardware(989, 0.6, 3.35, 450, 50, 8)
+    send = 2 * 8192 * 4096 / 50e9 + P2P_LATENCY_S  # across nodes: tp 1, dp 8
+
+    def pp_comm(**settings) -> float:
+        return estimate_performance(shape, Layout(tp=1, pp=4, dp=8, num_microbatches=16, **settings), hw, 128).pp_comm_s
+
+    assert pp_comm(vpp=2, overlap_p2p_comm=True) == pytest.approx(2 * 3 * send)
+    assert pp_comm(vpp=2) == pytest.approx(2 * 16 * 2 * send)
+    assert pp_comm(vpp=1, overlap_p2p_comm=True) == pytest.approx(2 * 16 * send)
+    data = spec_dict(parallelism={"tp": 2, "pp": 2, "vpp": 2})
+    assert layout_of(plan_of(tmp_path, data, "lm.yaml")).overlap_p2p_comm is True
+    fork = spec_dict(framework="megatron-deepspeed", megatron={"fork": "microsoft"},
+                     parallelism={"tp": 2, "pp": 2, "zero_stage": 1})
+    assert layout_of(plan_of(tmp_path, fork, "fork.yaml")).overlap_p2p_comm is False

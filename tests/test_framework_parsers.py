@@ -410,8 +410,9 @@ def test_the_gradient_reduce_dtype_and_param_gather_overlap_are_megatrons(trees,
     validate_args (core_v0.16.1 and main) makes of the generated arguments: gradients reduced in
     fp32 (4 bytes, estimate.performance.gradient_bytes) exactly where it sets
     accumulate_allreduce_grads_in_fp32 (bf16 and fp8 with fp32 main grads, not fp16 or bf16 main
-    grads), and the parameter all-gather overlapped with the forward exactly where
-    overlap_param_gather is on (the distributed optimizer)."""
+    grads), the parameter all-gather overlapped with the forward exactly where
+    overlap_param_gather is on (the distributed optimizer), and the pipeline sends overlapped
+    with the chunks' compute exactly where overlap_p2p_comm stays on (an interleaved schedule)."""
     import yaml
 
     from generator.estimate.performance import gradient_bytes
@@ -433,6 +434,16 @@ def test_the_gradient_reduce_dtype_and_param_gather_overlap_are_megatrons(trees,
             (case,) = cases_of(spec_files(spec)[0], path.stem)
             case["show"] = ["accumulate_allreduce_grads_in_fp32", "overlap_param_gather", "overlap_grad_reduce"]
             cases.append((layout_of(resolve_run(spec)[0]), case))
+        for vpp in (1, 2):  # the pipeline sends: overlapped where the schedule is interleaved
+            data = spec_dict(name=f"p2p-vpp{vpp}-{version}", megatron={"version": version},
+                             parallelism={"tp": 2, "pp": 2, "vpp": vpp, "distributed_optimizer": True})
+            path = tmp_path / f"{data['name']}.yaml"
+            path.write_text(yaml.safe_dump(data))
+            spec = load_spec(path)
+            (case,) = cases_of(spec_files(spec)[0], path.stem)
+            case["show"] = ["accumulate_allreduce_grads_in_fp32", "overlap_param_gather", "overlap_grad_reduce",
+                            "overlap_p2p_comm"]
+            cases.append((layout_of(resolve_run(spec)[0]), case))
     results = run_parsers(trees, [case for _, case in cases])
     for (layout, case), result in zip(cases, results, strict=True):
         assert result["ok"], (case["label"], result)
@@ -440,3 +451,6 @@ def test_the_gradient_reduce_dtype_and_param_gather_overlap_are_megatrons(trees,
         assert (gradient_bytes(layout) == 4) == shown["accumulate_allreduce_grads_in_fp32"], (case["label"], shown)
         assert (layout.sharding == "distributed_optimizer") == shown["overlap_param_gather"], (case["label"], shown)
         assert layout.overlap_grad_reduce == shown["overlap_grad_reduce"] is True
+        if "overlap_p2p_comm" in shown:
+            assert (layout.overlap_p2p_comm and layout.vpp > 1) == shown["overlap_p2p_comm"], (case["label"], shown)
+    assert sum("overlap_p2p_comm" in case["show"] for _, case in cases) == 4

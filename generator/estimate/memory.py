@@ -47,6 +47,7 @@ class Layout:
     overlap_grad_reduce: bool = True  # the data-parallel reduction runs under the backward pass
     moe_dispatcher: str = "alltoall"  # how tokens reach their experts: alltoall | allgather | flex
     tp_comm_overlap: bool = False  # the tensor-parallel collectives pipelined with the GEMMs
+    overlap_p2p_comm: bool = False  # interleaved pipelines' sends overlapped with the chunks' compute
 
     @property
     def state_shards(self) -> int:

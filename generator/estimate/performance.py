@@ -184,10 +184,17 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     cp_comm = passes * volume * slowest_stage_layers(shape, layout) * m / (link * 1e9)
     # each virtual stage sends its output forward and its input gradient back per micro-batch:
     # b·s/cp·h 16-bit values, split over the tp ranks (Megatron's scatter/gather), on the
-    # inter-node link once the pipeline leaves the node (Narayanan et al. 2021, §4.1)
+    # inter-node link once the pipeline leaves the node (Narayanan et al. 2021, §4.1). Overlapped
+    # (megatron-core's interleaved schedule), a send runs under the next chunk's compute: what
+    # stays exposed is the pipeline's fill and drain, a send across each of the p − 1
+    # boundaries each way, and whatever of a send outlasts a chunk's compute.
     volume = 2 * layout.micro_batch_size * shape.seq_length / layout.cp * shape.hidden_size / layout.tp
     link = link_gbps(layout, "pp", hw)
-    pp_comm = where(layout.pp > 1, 2 * m * layout.vpp * (volume / (link * 1e9) + P2P_LATENCY_S), 0.0)
+    send = volume / (link * 1e9) + P2P_LATENCY_S
+    sends = 2 * m * layout.vpp
+    overlapped = 2 * (layout.pp - 1) * send + sends * maximum(send - (compute + memory) / sends, 0.0)
+    interleaved = layout.overlap_p2p_comm & (layout.vpp > 1)
+    pp_comm = where(layout.pp > 1, where(interleaved, overlapped, sends * send), 0.0)
     # dense gradients are reduced over the data × context parallel ranks (the ranks of a
     # context-parallel group hold the same weights); an MoE model's routed experts among the
     # ranks holding the same experts (the expert data-parallel group), each group on its own link

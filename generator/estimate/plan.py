@@ -88,6 +88,15 @@ def overlaps_grad_reduce(framework: str, zero_stage: int | None, pp: int) -> boo
     return bool(zero_stage) and pp == 1
 
 
+def overlaps_p2p_comm(framework: str) -> bool:
+    """Whether the framework overlaps an interleaved pipeline's sends with the compute of the
+    neighbouring chunks: megatron-core does by default in every release gen-launch writes for
+    (validate_args keeps overlap_p2p_comm with a virtual pipeline; --no-overlap-p2p-communication,
+    never written, turns it off); microsoft's Megatron-DeepSpeed only with its opt-in
+    --overlap-p2p-communication (not written), BigScience's not at all."""
+    return framework == "megatron-lm"
+
+
 def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, recompute: str,
                 **sizes: Any) -> Layout:
     """The estimate's layout for a spec and chosen sizes (tp … last_stage_layers): one
@@ -102,7 +111,7 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
                   shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None,
                   overlap_grad_reduce=overlaps_grad_reduce(spec.framework, zero_stage, sizes.get("pp", 1)),
                   moe_dispatcher=spec.model.token_dispatcher(sizes.get("ep", 1)),
-                  tp_comm_overlap=p.tp_comm_overlap)
+                  tp_comm_overlap=p.tp_comm_overlap, overlap_p2p_comm=overlaps_p2p_comm(spec.framework))
 
 
 def layout_of(plan) -> Layout:
