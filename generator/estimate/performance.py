@@ -192,9 +192,9 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     link = link_gbps(layout, "pp", hw)
     send = volume / (link * 1e9) + P2P_LATENCY_S
     sends = 2 * m * layout.vpp
-    overlapped = 2 * (layout.pp - 1) * send + sends * maximum(send - (compute + memory) / sends, 0.0)
+    fill_and_drain = 2 * (layout.pp - 1) * send + sends * maximum(send - (compute + memory) / sends, 0.0)
     interleaved = layout.overlap_p2p_comm & (layout.vpp > 1)
-    pp_comm = where(layout.pp > 1, where(interleaved, overlapped, sends * send), 0.0)
+    pp_comm = where(layout.pp > 1, where(interleaved, fill_and_drain, sends * send), 0.0)
     # dense gradients are reduced over the data × context parallel ranks (the ranks of a
     # context-parallel group hold the same weights); an MoE model's routed experts among the
     # ranks holding the same experts (the expert data-parallel group), each group on its own link
@@ -215,12 +215,12 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     # backward (--overlap-grad-reduce, ZeRO's overlap_comm, FSDP); the distributed optimizer's
     # parameter all-gather with the next step's first forward (--overlap-param-gather, written
     # with it); at least one layer's share stays exposed
-    backward = compute * 2 / 3 / m
+    forward_s, backward_s = compute / 3 / m, compute * 2 / 3 / m  # one micro-batch's
     if layout.sharding == "distributed_optimizer":
-        overlapped = maximum(reduce - backward, reduce / shape.num_layers) + \
-            maximum(gather - backward / 2, gather / shape.num_layers)
+        overlapped = maximum(reduce - backward_s, reduce / shape.num_layers) + \
+            maximum(gather - forward_s, gather / shape.num_layers)
     else:
-        overlapped = maximum(reduce + gather - backward, (reduce + gather) / shape.num_layers)
+        overlapped = maximum(reduce + gather - backward_s, (reduce + gather) / shape.num_layers)
     dp_comm = where(layout.overlap_grad_reduce, overlapped, reduce + gather)
     zero3 = 0.0
     if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
