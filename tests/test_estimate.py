@@ -23,7 +23,13 @@ from generator.estimate.memory import (
     state_bytes_per_param,
 )
 from generator.estimate.params import Shape, count_params
-from generator.estimate.performance import iteration_time, step_flops
+from generator.estimate.performance import (
+    FP8_GEMM_EFFICIENCY,
+    Hardware,
+    fp8_gemm_speedup,
+    iteration_time,
+    step_flops,
+)
 from generator.spec.model import load_spec, model_from
 
 from .conftest import SAMPLES
@@ -198,16 +204,71 @@ def test_nemotron4_15b_rows_are_the_reports_model_layout_and_mfu() -> None:
 
 
 def test_h100_runs_are_predicted_from_the_others_within_their_tolerance() -> None:
-    """Both Nemotron-4 models fit the H100's efficiency: each of the six runs predicted with the
-    constant fitted on the other five (the other model's three runs among them) within 10%
-    (the largest, the 15B on 288 nodes, +9%: its slowdown there is not modelled); median 3%."""
+    """Three models fit the H100's efficiency (both Nemotron-4 reports and Fujii et al.'s bf16
+    Llama-3-70B): each of the seven runs predicted with the constant fitted on the other six
+    within 13% (the largest, the Llama-3-70B run, +13%; the 15B on 288 nodes +7%: its slowdown
+    there is not modelled); median 5%. The FP8 run is checked with the fit on all seven (it
+    sets the FP8 GEMM efficiency, not this constant)."""
     from generator.estimate.calibration import H100, leave_one_out, median_abs_error
 
     rows = leave_one_out(H100)
-    assert len(rows) == 6 and all(r.run.fitted for r in rows)
+    fitted = [r for r in rows if r.run.fitted]
+    assert len(fitted) == 7 and [r.run.name for r in rows if not r.run.fitted] == ["Llama-3-70B fp8 on 64"]
     for row in rows:
-        assert abs(row.error) <= 0.10, (row.run.name, row.error)
-    assert median_abs_error(rows) <= 0.035
+        assert abs(row.error) <= 0.13, (row.run.name, row.error)
+    assert median_abs_error(fitted) <= 0.055
+
+
+# Megatron-LM's own FLOPs per step as the authors' fork computed them (okoge-kaz/Megatron-LM,
+# megatron/training/training.py num_floating_point_operations, the figure --log-throughput
+# prints): 12·B·s·L·h²·((1 + g/a + s/h)·(a·d/h) + (f/h)·k·(3/2 with SwiGLU) + V/(2·L·h)), full
+# (non-causal) attention as in step_flops (later Megatron-LM releases halve the attention core
+# for the causal mask); here a·d = h, k = 1
+def _megatron_flops(batch: int, s: int, layers: int, h: int, heads: int, groups: int, ffn: int,
+                    vocab: int) -> float:
+    return 12 * batch * s * layers * h * h * ((1 + groups / heads + s / h) + ffn / h * 1.5
+                                              + vocab / (2 * layers * h))
+
+
+def test_the_llama3_70b_pair_is_the_papers_throughput_and_the_scripts_layout() -> None:
+    """Fujii et al. 2024's Llama-3-70B runs: the published TFLOP/s/GPU are Megatron-LM's model
+    FLOPs (the same count as step_flops, computed here Megatron's way), the scripts' layout
+    (t 4, p 8 on 64 H100s in 4-GPU nodes: dp 2, 512 micro-batches of 1), the model built
+    70.6B parameters, and the layout fits an 80 GB H100."""
+    from generator.estimate.calibration import FUJII_LLAMA3_70B, fp8_pair
+
+    bf16, fp8 = fp8_pair()
+    megatron = _megatron_flops(1024, 8192, 80, 8192, 64, 8, 28672, 128512)
+    for run, precision in ((bf16, "bf16"), (fp8, "fp8")):
+        assert step_flops(run.shape, 1024, "selective")[0] == pytest.approx(megatron, rel=1e-9)
+        assert megatron / run.step_time_s / 64 / 1e12 == pytest.approx(FUJII_LLAMA3_70B[precision])
+        layout = run.layout
+        assert (layout.tp, layout.pp, layout.dp, layout.micro_batch_size, layout.num_microbatches) == \
+            (4, 8, 2, 1, 512)
+        assert (layout.precision, layout.fp8_recipe, run.gpus_per_node) == (precision, "delayed", 4)
+    assert count_params(bf16.shape).total / 1e9 == pytest.approx(70.6, abs=0.05)
+
+
+def test_the_fp8_gemm_efficiency_is_fitted_on_the_published_pair() -> None:
+    """performance.FP8_GEMM_EFFICIENCY is the fit on Fujii et al.'s bf16/FP8 pair (to 0.005),
+    and with it the model predicts the pair's FP8 speed-up, 570/415 = 1.37×, within 1% — where
+    the former fixed 1.4× GEMM gain predicted 1.28×. An H100's FP8 GEMMs then run 1.74× its bf16
+    ones."""
+    from generator.estimate.calibration import (
+        H100,
+        fit_efficiency,
+        fit_fp8_gemm_efficiency,
+        fp8_pair,
+        predict,
+        runs,
+    )
+
+    assert pytest.approx(fit_fp8_gemm_efficiency(), abs=0.005) == FP8_GEMM_EFFICIENCY
+    efficiency = fit_efficiency([r for r in runs() if r.gpu == H100 and r.fitted])
+    bf16, fp8 = fp8_pair()
+    predicted = predict(bf16, efficiency) / predict(fp8, efficiency)
+    assert predicted == pytest.approx(570 / 415, rel=0.01)
+    assert fp8_gemm_speedup(Hardware(989, 0.59, 3.35, 450, 50, 8, 1979)) == pytest.approx(1.74, abs=0.01)
 
 
 @pytest.mark.parametrize(("gpu", "same"), [("a100-80gb", ("a100-40gb", "a100-80gb")),
@@ -232,14 +293,14 @@ def test_an_estimate_reports_its_band(tmp_path: Path) -> None:
     h100 = plan_of(tmp_path, spec_dict(), "h.yaml")
     b200 = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "b200"}), "b.yaml")
     assert a100.estimate().to_json()["performance"]["uncertainty"] == 0.12
-    assert h100.estimate().to_json()["performance"]["uncertainty"] == 0.09
+    assert h100.estimate().to_json()["performance"]["uncertainty"] == 0.13
     assert b200.estimate().to_json()["performance"]["uncertainty"] is None
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "b.yaml")])
     assert "throughput uncertainty unknown: no published b200 runs" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "a.yaml")])
     assert "throughput ±12%" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "h.yaml")])
-    assert "throughput ±9%" in result.output
+    assert "throughput ±13%" in result.output
 
 
 def test_sc21_parameter_column() -> None:

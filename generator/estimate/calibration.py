@@ -26,6 +26,17 @@ judge the model and are not used here):
   model (a network effect at 288 nodes), so it is the largest H100 error.
   The two Nemotron-4 models fit the H100's efficiency together (H100 and H200 are one
   generation: the same GEMM peak).
+- Llama-3-70B continued pre-training with Megatron-LM on H100: Fujii, Nakamura and Yokota 2024,
+  "Balancing Speed and Stability: The Trade-offs of FP8 vs. BF16 Training in LLMs", arXiv
+  2411.08719 (abstract): 415 TFLOP/s per GPU in bf16, up to 570 with FP8 (Transformer Engine's
+  delayed scaling, --fp8-format hybrid) — Megatron-LM's --log-throughput figure, model FLOPs
+  in this module's convention. The layout is the first author's launch scripts for those runs
+  (github.com/okoge-kaz/Megatron-LM, scripts/tsubame/Llama-3-70b/llama-3-70b-tp4-pp8-exp4.sh
+  and llama-3-70b-tp4-pp8-exp6-fp8-hybrid.sh, identical but for the FP8 flag): TSUBAME 4.0's
+  4-GPU H100 nodes, 16 of them; t 4, p 8, micro batch 1, batch 1024 at seq 8192, sequence
+  parallelism, selective recompute, the distributed optimizer, flash attention. The bf16 run is
+  fitted; the FP8 run fits the FP8 GEMM efficiency (the ratio of the two), so it is not fitted
+  for the efficiency.
 - Llama-2-7B with PyTorch FSDP: Team PyTorch at IBM and at Meta, "Maximizing training
   throughput using PyTorch FSDP" (PyTorch blog, 2024): 3,700 tokens/s per GPU on 128 A100s,
   MFU = HFU = 57% (so no recompute). Checked, not fitted: the blog's run is one FSDP data point;
@@ -40,7 +51,7 @@ import statistics
 
 from generator.estimate.memory import Layout
 from generator.estimate.params import Shape
-from generator.estimate.performance import Hardware, estimate_performance
+from generator.estimate.performance import FP8_GEMM_EFFICIENCY, Hardware, estimate_performance
 from generator.values import value
 
 # params (B), heads, hidden, layers, t, p, GPUs, batch, micro batch, vpp, achieved TFLOP/s per GPU
@@ -70,6 +81,8 @@ MT_NLG = [(2240, 60.1), (2800, 50.2), (3360, 44.4)]
 NEMOTRON4_340B = [(16, 1536, 768, 10.3), (32, 3072, 1536, 10.3), (64, 6144, 2304, 8.0)]
 # Nemotron-4 15B (Table 2): dp, GPUs, batch, iteration seconds
 NEMOTRON4_15B = [(96, 768, 384, 0.57), (192, 1536, 768, 0.58), (288, 2304, 1152, 0.64)]
+# Llama-3-70B (Fujii et al. 2024): model TFLOP/s per GPU by precision
+FUJII_LLAMA3_70B = {"bf16": 415, "fp8": 570}
 # Llama-2-7B with FSDP (PyTorch blog): GPUs, tokens per second per GPU
 FSDP_LLAMA2_7B = (128, 3700)
 A100 = "a100-80gb"
@@ -88,6 +101,7 @@ class Run:
     global_batch: int
     step_time_s: float
     fitted: bool = True  # False: checked only (what the model does not describe)
+    gpus_per_node: int = 8
 
     @property
     def gpus(self) -> int:
@@ -167,6 +181,16 @@ def runs() -> list[Run]:
                          sharding="distributed_optimizer", precision="bf16", flash_attention=True)
         out.append(Run(f"Nemotron-4 15B on {gpus}", "Parmar et al. 2024, Nemotron-4 15B report, Table 2",
                        H100, shape, layout, batch, seconds))
+    # Llama-3-70B: 80 layers, h 8192, 64 heads, 8 KV groups, SwiGLU FFN 28672, RMSNorm, RoPE, no
+    # biases, untied embeddings, V 128,256 padded to 128,512 (a multiple of 128 × t)
+    shape = Shape(80, 8192, 64, 8, 28672, 128512, 8192, swiglu=True, rmsnorm=True, bias=False,
+                  learned_positions=False, tie_embeddings=False)
+    for precision, tflops in FUJII_LLAMA3_70B.items():
+        layout = _layout(4, 8, 1, 64, 1024, 1, recompute="selective", sequence_parallel=True,
+                         sharding="distributed_optimizer", precision=precision, flash_attention=True)
+        out.append(Run(f"Llama-3-70B {precision} on 64", "Fujii et al. 2024, FP8 vs. BF16 (abstract)", H100,
+                       shape, layout, 1024, step_flops(shape, 1024, "selective")[0] / (64 * tflops * 1e12),
+                       fitted=precision == "bf16", gpus_per_node=4))
     # Llama-2-7B: 32 layers, h 4096, 32 heads (no GQA), SwiGLU FFN 11008, RMSNorm, RoPE, no
     # biases, untied embeddings, V 32,000
     shape = Shape(32, 4096, 32, 32, 11008, 32000, 4096, swiglu=True, rmsnorm=True, bias=False,
@@ -180,15 +204,12 @@ def runs() -> list[Run]:
     return out
 
 
-def _hardware(gpu: dict, efficiency: float) -> Hardware:
-    return Hardware(gpu["bf16_tflops"], efficiency, gpu["hbm_tbps"], gpu["intranode_gbps"],
-                    gpu["internode_gbps"], 8)
-
-
-def predict(run: Run, efficiency: float) -> float:
+def predict(run: Run, efficiency: float, fp8_gemm_efficiency: float = FP8_GEMM_EFFICIENCY) -> float:
     from generator import presets
 
-    hw = _hardware(presets.gpus()[run.gpu], efficiency)
+    gpu = presets.gpus()[run.gpu]
+    hw = Hardware(gpu["bf16_tflops"], efficiency, gpu["hbm_tbps"], gpu["intranode_gbps"],
+                  gpu["internode_gbps"], run.gpus_per_node, gpu["fp8_tflops"], fp8_gemm_efficiency)
     return estimate_performance(run.shape, run.layout, hw, run.global_batch).step_time_s
 
 
@@ -206,6 +227,30 @@ def fit_efficiency(fitted: list[Run]) -> float:
         middle = (low + high) / 2
         if sum(math.log(r.step_time_s / predict(r, middle)) for r in fitted) > 0:
             high = middle  # published slower than predicted: lower the efficiency
+        else:
+            low = middle
+    return (low + high) / 2
+
+
+def fp8_pair() -> tuple[Run, Run]:
+    """The published bf16 and FP8 runs of one layout (Fujii et al. 2024)."""
+    bf16, fp8 = (next(r for r in runs() if r.name == f"Llama-3-70B {p} on 64") for p in ("bf16", "fp8"))
+    return bf16, fp8
+
+
+def fit_fp8_gemm_efficiency() -> float:
+    """The FP8 GEMM efficiency (performance.FP8_GEMM_EFFICIENCY) that predicts the published
+    FP8-over-bf16 speed-up of the pair, with the H100's fitted efficiency (bisection: the FP8
+    run's predicted time falls as it rises)."""
+    bf16, fp8 = fp8_pair()
+    efficiency = fit_efficiency([r for r in runs() if r.gpu == H100 and r.fitted])
+    published = bf16.step_time_s / fp8.step_time_s
+    bf16_s = predict(bf16, efficiency)
+    low, high = 0.3, 1.0
+    for _ in range(40):
+        middle = (low + high) / 2
+        if bf16_s / predict(fp8, efficiency, middle) > published:
+            high = middle
         else:
             low = middle
     return (low + high) / 2

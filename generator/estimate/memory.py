@@ -36,6 +36,7 @@ class Layout:
     recompute: str = "none"  # none | selective | full
     flash_attention: bool = True
     precision: str = "bf16"
+    fp8_recipe: str = "delayed"  # Transformer Engine's scaling with precision fp8 (training.fp8_recipe)
     sharding: str = "none"  # none | distributed_optimizer | zero1 | zero2 | zero3
     framework: str = "megatron-lm"
     offload: str = "none"  # none | optimizer | optimizer_and_params (ZeRO-Offload to CPU memory)
@@ -115,6 +116,12 @@ def rank_params(shape: Shape, layout: Layout) -> tuple[float, float]:
     return (p.total - experts) / (layout.tp * layout.pp), experts / (layout.ep * layout.etp * layout.pp)
 
 
+def fp8_params(precision: str, sharding: str) -> bool:
+    """Whether the parameters live in FP8: with --fp8-param-gather, which gen-launch renders for
+    FP8 runs with the distributed optimizer (so its all-gather moves 1-byte values too)."""
+    return precision == "fp8" and sharding == "distributed_optimizer"
+
+
 def state_bytes_per_param(precision: str, sharding: str, dp: int, optimizer_states: str = "fp32",
                           main_grads: str = "fp32") -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per parameter with Adam.
@@ -132,9 +139,9 @@ def state_bytes_per_param(precision: str, sharding: str, dp: int, optimizer_stat
         stage = int(sharding[-1])
         return (weight / dp if stage >= 3 else weight, grad / dp if stage >= 2 else grad,
                 opt / dp if stage >= 1 else opt)
-    # Transformer Engine FP8: with --fp8-param-gather (rendered with the distributed optimizer)
-    # the parameters live in FP8, else in bf16 plus the FP8 copy its GEMMs use
-    fp8_weight = 1.0 if sharding == "distributed_optimizer" else 3.0
+    # Transformer Engine FP8: parameters in FP8 (fp8_params), else in bf16 plus the FP8 copy its
+    # GEMMs use
+    fp8_weight = 1.0 if fp8_params(precision, sharding) else 3.0
     weight, grad, opt = {"bf16": (2.0, 4.0, 12.0), "fp8": (fp8_weight, 4.0, 12.0), "fp16": (2.0, 2.0, 16.0),
                          "fp32": (4.0, 4.0, 8.0)}[precision]
     if precision in ("bf16", "fp8"):

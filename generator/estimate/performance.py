@@ -13,10 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from generator.estimate.memory import Layout, rank_params
+from generator.estimate.memory import Layout, fp8_params, rank_params
 from generator.estimate.params import Shape
 from generator.estimate.vectors import maximum, minimum, where
 from generator.values import value
+
+# FP8 (Transformer Engine): the transformer layers' linear GEMMs run on the FP8 peak at this
+# fraction of the efficiency bf16 GEMMs reach on theirs — fitted on a published FP8-against-bf16
+# pair of the same layout (calibration.fit_fp8_gemm_efficiency: Fujii et al. 2024, Llama-3-70B on
+# H100, Megatron-LM); the attention core, the logits and the memory-bound work stay bf16.
+FP8_GEMM_EFFICIENCY = 0.87
 
 
 @value
@@ -29,6 +35,8 @@ class Hardware:
     intranode_gbps: float  # per GPU and direction, GB/s (NVLink)
     internode_gbps: float  # per GPU, GB/s (InfiniBand / RoCE)
     gpus_per_node: int
+    fp8_peak_tflops: float | None = None  # dense FP8 peak (None: no FP8 tensor cores)
+    fp8_gemm_efficiency: float = FP8_GEMM_EFFICIENCY
 
 
 @value
@@ -105,10 +113,12 @@ ELEMENTWISE_SPLIT = 24
 SOFTMAX_BYTES = 8
 HBM_EFFICIENCY = 0.8
 GEMM_HALF_ROWS = 32
-# What FP8 GEMMs gain over bf16 end to end on Hopper (assumed, not fitted: NVIDIA quotes 1.3-1.5x
-# for Transformer Engine FP8 training; ms-swift's Megatron FP8 example measured 1.4x) — well
-# below the 2x of the FP8 peak, as casts, amax bookkeeping and bf16 work remain.
-FP8_GEMM_SPEEDUP = 1.4
+# Bytes moved per element an FP8 GEMM reads (the activation going in, the gradient coming back):
+# read in bf16 (2), written in FP8 row-wise and column-wise (1 + 1: the transposed copy the
+# backward GEMMs read). Delayed scaling takes its scale from the amax history and records the new
+# amax within the cast; current (tensorwise) scaling reads the tensor once more for its amax first
+# (+2); block scalings (blockwise, mxfp8) find each block's amax inside the cast kernel.
+FP8_CAST_BYTES = {"delayed": 4, "tensorwise": 6, "blockwise": 4, "mxfp8": 4}
 # Fixed cost of one pipeline send (NCCL point-to-point latency across nodes); assumed, not fitted.
 P2P_LATENCY_S = 20e-6
 
@@ -124,9 +134,48 @@ def slowest_stage_layers(shape: Shape, layout: Layout) -> float:
     return maximum(*layout.stage_layers(shape.num_layers))
 
 
-def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
+def fp8_gemms(layout: Layout, hw: Hardware) -> bool:
+    """Whether the linear GEMMs run in FP8 (an FP8 run on a GPU with FP8 tensor cores)."""
+    return layout.precision == "fp8" and bool(hw.fp8_peak_tflops)
+
+
+def fp8_gemm_speedup(hw: Hardware) -> float:
+    """How much faster an FP8 linear GEMM runs than the same GEMM in bf16."""
+    return hw.fp8_peak_tflops / hw.peak_tflops * hw.fp8_gemm_efficiency
+
+
+def linear_share(shape: Shape, layout: Layout, top_k: int | None = None) -> float:
+    """The share of a step's hardware FLOPs in the transformer layers' linear GEMMs (what FP8
+    speeds up): not the attention core, not the logits, and of recompute only what it runs
+    again of them (full: the whole forward; selective: the attention core only)."""
+    forward, core = forward_flops_per_token(shape, top_k)
+    linear = forward - core - 2 * shape.vocab_size * shape.hidden_size
+    extra = where(layout.recompute == "full", forward, where(layout.recompute == "selective", 3 * core, 0.0))
+    return where(layout.recompute == "full", 4, 3) * linear / (3 * forward + extra)
+
+
+def fp8_cast_bytes(shape: Shape, layout: Layout, top_k: int | None = None) -> float:
+    """Bytes per token and layer that quantizing the FP8 GEMMs' operands moves on one GPU: the
+    QKV, projection and MLP inputs forward (again in full recompute's forward), their output
+    gradients backward. The operands of the column-parallel GEMMs' inputs and the row-parallel
+    GEMMs' output gradients are the layer's hidden state, quantized before the sequence-parallel
+    gather (s/t rows per GPU, s without sequence parallelism); the others are split over tp."""
+    h, t = shape.hidden_size, layout.tp
+    query = shape.num_attention_heads * shape.head_dim
+    kv = shape.num_query_groups * shape.head_dim
+    experts = (top_k or 1) if shape.num_experts else 1
+    ffn = shape.ffn_hidden_size * experts
+    hidden_rows = t if layout.sequence_parallel else 1
+    forward = (h + h * experts) / hidden_rows + (query + ffn) / t  # QKV, fc1 | projection, fc2 inputs
+    backward = (h + h * experts) / hidden_rows + (query + 2 * kv + (2 if shape.swiglu else 1) * ffn) / t
+    passes = where(layout.recompute == "full", 2, 1)
+    return FP8_CAST_BYTES[layout.fp8_recipe] * (passes * forward + backward)
+
+
+def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
     """Per micro-batch and GPU: elementwise and softmax traffic at HBM bandwidth. Flash attention
-    never writes the s² scores; the passes are forward, backward (2×) and what recompute repeats."""
+    never writes the s² scores; the passes are forward, backward (2×) and what recompute repeats.
+    FP8 runs add the casts of their GEMMs' operands (fp8_cast_bytes)."""
     s = shape.seq_length / layout.cp
     b, h, t = layout.micro_batch_size, shape.hidden_size, layout.tp
     replicated = ELEMENTWISE_REPLICATED / (t if layout.sequence_parallel else 1)
@@ -136,6 +185,8 @@ def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     passes = where(layout.recompute == "full", 4, 3)
     extra_scores = where(layout.recompute == "selective", scores, 0.0)
     per_layer = passes * (elementwise + scores) + extra_scores
+    if fp8_gemms(layout, hw):
+        per_layer = per_layer + s * b * fp8_cast_bytes(shape, layout, top_k)
     return per_layer * slowest_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
 
 
@@ -152,13 +203,13 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
     # every stage waits for the one with the most layers (uneven pipelines)
     balance = slowest_stage_layers(shape, layout) / (shape.num_layers / layout.pp)
-    if layout.precision == "fp8":  # the linear layers' GEMMs in FP8, the attention core in bf16
-        forward, core = forward_flops_per_token(shape, top_k)
-        balance *= core / forward + (1 - core / forward) / FP8_GEMM_SPEEDUP
+    if fp8_gemms(layout, hw):  # the linear GEMMs in FP8, the attention core and the logits in bf16
+        share = linear_share(shape, layout, top_k)
+        balance *= 1 - share + share / fp8_gemm_speedup(hw)
     compute = hardware / gpus / (hw.peak_tflops * 1e12 * hw.efficiency * gemm_rows_factor(shape, layout)) \
         * balance
     m = maximum(layout.num_microbatches, 1)
-    memory = memory_bound_seconds(shape, layout, hw) * m
+    memory = memory_bound_seconds(shape, layout, hw, top_k) * m
     bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
     # TP: 2 all-reduces forward and 2 backward per layer (2 more forward with full recompute),
     # each of b·s·h 16-bit values; a ring moves 2(t−1)/t of it per GPU.
@@ -209,6 +260,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         expert_share * stage_experts / (link_gbps(layout, "expert_dp", hw) * 1e9)
     grad_bytes = gradient_bytes(layout)
     gather_bytes = 0 if layout.sharding == "zero3" else \
+        1 if fp8_params(layout.precision, layout.sharding) else \
         2 if layout.sharding == "distributed_optimizer" else grad_bytes
     reduce, gather = per_byte * grad_bytes, per_byte * gather_bytes
     # what the files overlap: the reduce-scatter (or all-reduce) with the last micro-batch's

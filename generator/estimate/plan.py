@@ -104,7 +104,8 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
     (HSDP's shard group, offload, precision from the spec)."""
     p = spec.parallelism
     return Layout(**sizes, recompute=recompute, flash_attention=spec.training.flash_attention,
-                  precision=spec.training.precision, optimizer_states=spec.training.optimizer_states,
+                  precision=spec.training.precision, fp8_recipe=spec.training.fp8_recipe,
+                  optimizer_states=spec.training.optimizer_states,
                   main_grads=spec.training.main_grads,
                   sharding=sharding_of(spec.framework, distributed_optimizer, zero_stage),
                   framework=spec.framework, offload=p.zero_offload,
@@ -133,7 +134,7 @@ def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | Non
     # DeepSeek-V3 report MFU), their GEMM gain is in the step time
     peak = gpu["bf16_tflops"] / (2 if precision == "fp32" else 1)
     return Hardware(peak, gpu["efficiency"], gpu["hbm_tbps"], gpu["intranode_gbps"],
-                    gpu["internode_gbps"], gpus_per_node)
+                    gpu["internode_gbps"], gpus_per_node, gpu.get("fp8_tflops"))
 
 
 def shape_of(plan) -> Shape:
