@@ -454,3 +454,51 @@ def test_the_gradient_reduce_dtype_and_param_gather_overlap_are_megatrons(trees,
         if "overlap_p2p_comm" in shown:
             assert (layout.overlap_p2p_comm and layout.vpp > 1) == shown["overlap_p2p_comm"], (case["label"], shown)
     assert sum("overlap_p2p_comm" in case["show"] for _, case in cases) == 4
+
+
+def test_the_flops_per_step_are_megatrons_count_of_the_model_built(trees, tmp_path: Path) -> None:
+    """The step-time model's FLOPs are Megatron-LM's own count (training.py
+    num_floating_point_operations, what its --log-throughput divides by, in core_v0.16.1 and main,
+    the vocabulary padded by its own tokenizer code) for the arguments gen-launch writes, but for
+    the attention core, which Megatron-LM halves for the causal mask and the model counts whole:
+    a dense GQA model, an MoE model, and one with query heads × kv channels wider than the hidden
+    size, routed experts narrower than the dense FFN, a shared expert and a dense first layer
+    (Qwen3- and DeepSeek-style) — where the model once counted the dense FFN for every expert."""
+    import yaml
+
+    from generator.estimate.params import Shape
+    from generator.estimate.performance import forward_flops_per_token, step_flops
+    from generator.plan.stages import resolve_run
+
+    models = {"dense": {"preset": "llama3-8b", "seq_length": 4096},
+              "moe": {"preset": "mixtral-8x7b", "seq_length": 4096},
+              "wide-heads-narrow-experts": {
+                  "preset": None, "num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16,
+                  "num_query_groups": 4, "kv_channels": 128, "ffn_hidden_size": 3072, "vocab_size": 32000,
+                  "seq_length": 4096, "max_position_embeddings": 4096, "activation": "swiglu",
+                  "normalization": "rmsnorm", "position_embedding": "rope", "tie_embeddings": False,
+                  "linear_bias": False, "qk_layernorm": True, "num_experts": 16, "moe_top_k": 4,
+                  "moe_ffn_hidden_size": 512, "moe_shared_expert_intermediate_size": 1024,
+                  "moe_dense_layers": 1}}
+    cases, shapes = [], []
+    for version in ("core_v0.16", "latest"):
+        for name, model in models.items():
+            ep = 4 if "num_experts" in model or model.get("preset") == "mixtral-8x7b" else 1
+            data = spec_dict(name=f"flops-{name}-{version}", megatron={"version": version}, model=model,
+                             parallelism={"tp": 2, "pp": 1, "ep": ep, "distributed_optimizer": True})
+            path = tmp_path / f"{data['name']}.yaml"
+            path.write_text(yaml.safe_dump(data))
+            spec = load_spec(path)
+            plan = resolve_run(spec)[0]
+            (case,) = cases_of(spec_files(spec)[0], path.stem)
+            case["flops_vocab"] = plan.model.vocab_size
+            cases.append(case)
+            shapes.append((Shape.of(plan.model, plan.padded_vocab_size), plan.global_batch_size,
+                           plan.model.moe_top_k))
+    results = run_parsers(trees, cases)
+    for case, result, (shape, batch, top_k) in zip(cases, results, shapes, strict=True):
+        assert result["ok"], (case["label"], result)
+        ours = step_flops(shape, batch, "none", top_k)[0]
+        core = forward_flops_per_token(shape, top_k)[1]
+        causal_half = 3 * core / 2 * batch * shape.seq_length
+        assert ours - causal_half == pytest.approx(result["flops"], rel=1e-12), case["label"]

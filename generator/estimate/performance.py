@@ -79,15 +79,21 @@ class Performance:
 
 @lru_cache(maxsize=256)  # (the step time reads it up to three times per estimate)
 def forward_flops_per_token(shape: Shape, top_k: int | None = None) -> tuple[float, float]:
-    """(forward FLOPs per token for matmuls and logits, of which attention scores and values)."""
+    """(forward FLOPs per token for matmuls and logits, of which attention scores and values).
+    The layers megatron-core builds: QKV and output projections of heads × kv channels (wider or
+    narrower than the hidden size where kv_channels says so), the routed experts' FFN
+    (moe_ffn_hidden_size) times top-k plus the shared experts in an MoE layer, the dense FFN in a
+    dense model's layers and an MoE model's first moe_dense_layers — Megatron-LM's own count
+    (training.py num_floating_point_operations), except that the attention core is counted
+    whole, where Megatron-LM's recent releases halve it for the causal mask."""
     h, s = shape.hidden_size, shape.seq_length
+    query = shape.num_attention_heads * shape.head_dim
     kv = shape.num_query_groups * shape.head_dim
-    attention_proj = h * (h + 2 * kv) + h * h
-    experts_visited = (top_k or 1) if shape.num_experts else 1
-    mlp = (3 if shape.swiglu else 2) * h * shape.ffn_hidden_size * experts_visited
-    core = 4 * s * h  # QK^T and softmax·V, full attention
-    per_layer = 2 * (attention_proj + mlp) + core
-    return per_layer * shape.num_layers + 2 * shape.vocab_size * h, core * shape.num_layers
+    attention_proj = h * (query + 2 * kv) + query * h
+    core = 4 * s * query  # QK^T and softmax·V, full attention
+    mlp = (3 if shape.swiglu else 2) * h * mlp_widths(shape, top_k)[1]  # all layers'
+    layers = shape.num_layers * (2 * attention_proj + core) + 2 * mlp
+    return layers + 2 * shape.vocab_size * h, core * shape.num_layers
 
 
 def step_flops(shape: Shape, global_batch: int, recompute: str,
@@ -154,6 +160,19 @@ def linear_share(shape: Shape, layout: Layout, top_k: int | None = None) -> floa
     return where(layout.recompute == "full", 4, 3) * linear / (3 * forward + extra)
 
 
+def mlp_widths(shape: Shape, top_k: int | None = None) -> tuple[int, int]:
+    """Summed over the layers: (the MLP GEMM inputs a token makes, their FFN widths) — one input
+    of the dense FFN's width in a dense layer; top-k routed experts' and each shared expert's in
+    an MoE layer."""
+    if not shape.num_experts:
+        return shape.num_layers, shape.num_layers * shape.ffn_hidden_size
+    k = top_k or 1
+    moe_layers, dense = shape.num_layers - shape.moe_dense_layers, shape.moe_dense_layers
+    inputs = moe_layers * (k + (1 if shape.shared_expert_size else 0)) + dense
+    width = (shape.moe_ffn_hidden_size or shape.ffn_hidden_size) * k + shape.shared_expert_size
+    return inputs, moe_layers * width + dense * shape.ffn_hidden_size
+
+
 def fp8_cast_bytes(shape: Shape, layout: Layout, top_k: int | None = None) -> float:
     """Bytes per token and layer that quantizing the FP8 GEMMs' operands moves on one GPU: the
     QKV, projection and MLP inputs forward (again in full recompute's forward), their output
@@ -163,11 +182,11 @@ def fp8_cast_bytes(shape: Shape, layout: Layout, top_k: int | None = None) -> fl
     h, t = shape.hidden_size, layout.tp
     query = shape.num_attention_heads * shape.head_dim
     kv = shape.num_query_groups * shape.head_dim
-    experts = (top_k or 1) if shape.num_experts else 1
-    ffn = shape.ffn_hidden_size * experts
+    inputs, widths = mlp_widths(shape, top_k)
+    copies, ffn = inputs / shape.num_layers, widths / shape.num_layers  # an average layer's
     hidden_rows = t if layout.sequence_parallel else 1
-    forward = (h + h * experts) / hidden_rows + (query + ffn) / t  # QKV, fc1 | projection, fc2 inputs
-    backward = (h + h * experts) / hidden_rows + (query + 2 * kv + (2 if shape.swiglu else 1) * ffn) / t
+    forward = (h + h * copies) / hidden_rows + (query + ffn) / t  # QKV, fc1 | projection, fc2 inputs
+    backward = (h + h * copies) / hidden_rows + (query + 2 * kv + (2 if shape.swiglu else 1) * ffn) / t
     passes = where(layout.recompute == "full", 2, 1)
     return FP8_CAST_BYTES[layout.fp8_recipe] * (passes * forward + backward)
 

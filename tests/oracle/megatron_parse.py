@@ -7,8 +7,9 @@
 TREE is an unpacked archive of ``shared/oracles`` (Megatron-LM, or a Megatron-DeepSpeed fork).
 Each case is ``{"argv": [...], "world_size": N, "env": {...}, "capability": [9, 0]}``; each result
 is, on the last line after MARK, ``{"ok": true, "dp": .., "micro": .., "global": .., "accumulation": ..,
-"shown": {the argument values a case's "show" names}}`` or ``{"ok": false,
-"error": "..."}`` (argparse's exit, or the AssertionError / ValueError of its validation). The
+"shown": {the argument values a case's "show" names}}`` — with ``"flops_vocab": V`` in a case, also
+``"flops"``: Megatron-LM's own FLOPs of one step (training.num_floating_point_operations, the
+vocabulary V padded by its own tokenizer code) — or ``{"ok": false, "error": "..."}`` (argparse's exit, or the AssertionError / ValueError of its validation). The
 parser is the framework's own; only what a CPU machine lacks is stood in for (the GPU's compute
 capability, the optional batch-invariant kernels that import triton), as shared/oracles/README.md
 describes.
@@ -134,6 +135,18 @@ def failure(exc: BaseException, err: io.StringIO) -> dict:
     return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600]}
 
 
+def _step_flops(args, vocab: int) -> float:
+    """What Megatron-LM's --log-throughput counts for one step of these arguments."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            from megatron.training.tokenizer.tokenizer import _vocab_size_with_padding as padded
+        except ImportError:  # main moved it to megatron.core.tokenizers
+            from megatron.core.tokenizers.utils.build_tokenizer import vocab_size_with_padding as padded
+        from megatron.training.training import num_floating_point_operations
+    args.padded_vocab_size = padded(vocab, args, logging_enabled=False)
+    return num_floating_point_operations(args, args.global_batch_size)
+
+
 def parse(tree: str, cases: list[dict]) -> list[dict]:
     """Each case through the tree's parse_args and validate_args (``_prepare`` done)."""
     modern = os.path.isdir(os.path.join(tree, "megatron", "training"))
@@ -159,6 +172,8 @@ def parse(tree: str, cases: list[dict]) -> list[dict]:
             result = {"ok": True, "dp": args.data_parallel_size, "micro": args.micro_batch_size,
                       "global": args.global_batch_size,
                       "shown": {name: _plain(getattr(args, name, None)) for name in case.get("show", ())}}
+            if "flops_vocab" in case:
+                result["flops"] = _step_flops(args, case["flops_vocab"])
             if calc is not None:
                 calc.init_num_microbatches_calculator(0, getattr(args, "rampup_batch_size", None),
                                                       args.global_batch_size, args.micro_batch_size,
