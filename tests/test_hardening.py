@@ -268,3 +268,24 @@ def test_mutated_scripts_lint_without_internal_errors(rng: random.Random) -> Non
         text = text[:at] + rng.choice(_FRAGMENTS) * rng.randint(1, 300) + text[at:]
     result = lint_texts({"run.sh": text})
     assert isinstance(result.findings, list)
+
+
+@pytest.mark.parametrize("searched", [{"parallelism": {"tp": "auto"}},
+                                      {"sweep": {"grid": {"parallelism.tp": [1, 2]}}}])
+def test_a_count_written_as_a_float_stays_a_count_through_auto_plan_and_sweeps(
+        tmp_path: Path, searched: dict) -> None:
+    """`nodes: 4.0` is the count 4: the schema check makes it one, and so it stays once an
+    auto-plan choice or a sweep point is set in the document (both rebuild it from the file's
+    YAML and check it again) — with auto-plan once an internal error, the rendered files'
+    read-back not finding the world size in `--nodes=4.0`."""
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    data = spec_dict(cluster={"nodes": 4.0}, **searched)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = CliRunner().invoke(app, ["generate", str(spec), "--target", "all", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / "out").rglob("launch.sbatch"))
+    assert_counts_are_integers(tmp_path / "out")

@@ -71,7 +71,7 @@ def _cached(entry: Any, doc: Document) -> tuple[Document, AutoPlan] | None:
         plan = AutoPlan(tuple(record["fields"]), dict(record["chosen"]), int(record["evaluated"]),
                         int(record["fitting"]), record["runner_up"], str(record["why"]))
         return _with(doc, dict(values)), plan
-    except (KeyError, TypeError, ValueError, AttributeError):
+    except (KeyError, TypeError, ValueError, AttributeError, UserError):  # (a value the schema refuses)
         return None
 
 
@@ -104,12 +104,16 @@ def _chosen(candidate: Candidate, given: dict[str, Any], template) -> dict[str, 
 
 
 def _with(doc: Document, values: dict[str, Any]) -> Document:
-    """The document with the chosen values in place of auto (located at "<file> (auto-plan)")."""
+    """The document with the chosen values in place of auto (located at "<file> (auto-plan)"),
+    checked again: merging rebuilds it from the file's YAML."""
     from generator.spec.overlay import merge
+    from generator.spec.schema import validate
 
     tree: dict = {}
     for dotted, given in values.items():
         section, key = dotted.split(".")
         tree.setdefault(section, {})[key] = given
     chosen = merge(doc, load_yaml(yaml.safe_dump(tree, sort_keys=False), f"{doc.file} (auto-plan)"))
-    return Document(doc.file, chosen.data, chosen.root, doc.digest)
+    chosen = Document(doc.file, chosen.data, chosen.root, doc.digest)
+    validate(chosen)  # (as a sweep point is) and so counts written 4.0 are integers again
+    return chosen
