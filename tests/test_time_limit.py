@@ -32,7 +32,17 @@ def test_slurm_time_limits_in_minutes(text: str, minutes: int | None) -> None:
 def test_the_exit_margin_covers_the_save() -> None:
     assert exit_margin_minutes(10080, 6.0) == 504 + 1  # 5% of 7 days, plus two 6 s steps
     assert exit_margin_minutes(240, 30.0) == 15 + 1  # at least 15 minutes
-    assert chained_jobs(47.9 * 86400, 9575) == 8 + 2 and chained_jobs(100, 60) == 2
+    assert chained_jobs(100, 60) == 2  # at least one job more than the estimate needs
+
+
+def test_the_chain_covers_the_estimates_band() -> None:
+    """Enough jobs for the run taking as much longer as the GPU's calibrated band allows (20%
+    where no published runs calibrate it), at least one more than the estimate needs."""
+    twenty = 20 * 3600  # twenty one-hour allocations
+    assert chained_jobs(twenty, 60, 0.13) == 23  # 22.6 allocations at 13% slower
+    assert chained_jobs(twenty, 60) == 24  # uncalibrated: 20%
+    assert chained_jobs(twenty, 60, 0.02) == 21  # the one more
+    assert chained_jobs(47.9 * 86400, 9575) == 9  # 7.2 needed, 8.6 at 20% slower
 
 
 def test_a_run_longer_than_its_allocation_exits_saves_and_resumes() -> None:
@@ -46,7 +56,7 @@ def test_a_run_longer_than_its_allocation_exits_saves_and_resumes() -> None:
     assert f"--exit-duration-in-mins {plan.exit_duration_minutes}\n" in args
     assert "--save /checkpoints/llama3-8b-pretrain\n" in args and "--load /checkpoints/llama3-8b-pretrain\n" in args
     assert f"for ((job = 1; job <= {plan.allocations}; job++))" in files["launch.sbatch"]
-    assert plan.allocations == chained_jobs(seconds, plan.exit_duration_minutes)
+    assert plan.allocations == chained_jobs(seconds, plan.exit_duration_minutes, 0.13)  # h100-80gb's band
     assert f"launch.sbatch submits {plan.allocations} jobs" in explain_text(plan)
 
 
@@ -145,7 +155,7 @@ def test_a_trainer_run_longer_than_its_allocation_is_chained_to_resume_at_each_l
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     plan = resolve(load_spec(path))
     assert plan.exit_duration_minutes is None and plan.allocations > 1
-    assert plan.allocations == chained_jobs(plan.estimate().train_seconds, 30)
+    assert plan.allocations == chained_jobs(plan.estimate().train_seconds, 30, plan.estimate().uncertainty)
     sbatch = spec_files(load_spec(path))[0]["launch.sbatch"]
     assert f"job <= {plan.allocations}" in sbatch or f"job <= '{plan.allocations}'" in sbatch
     assert "the entry point must load it" in explain_text(plan)

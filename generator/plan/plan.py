@@ -7,6 +7,7 @@ runs every rule over the plan's facts. Renderers only read the plan.
 from __future__ import annotations
 
 import dataclasses
+import math
 import posixpath
 from dataclasses import field, replace
 from fractions import Fraction
@@ -513,9 +514,10 @@ def resolve(spec: Spec) -> Plan:
     exit_minutes, timed = _time_limit(plan, estimate)
     allocations = None
     if exit_minutes is not None:
-        allocations = chained_jobs(estimate.train_seconds, exit_minutes)
+        allocations = chained_jobs(estimate.train_seconds, exit_minutes, estimate.uncertainty)
     elif _resumes_at_the_limit(plan, estimate):  # no exit of its own: each job ends at the limit
-        allocations = chained_jobs(estimate.train_seconds, slurm_minutes(plan.spec.slurm.time))
+        allocations = chained_jobs(estimate.train_seconds, slurm_minutes(plan.spec.slurm.time),
+                                   estimate.uncertainty)
     checked = replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts) + timed,
                       exit_duration_minutes=exit_minutes, allocations=allocations)
     object.__setattr__(checked, "_estimate", estimate)  # the added warnings do not change it
@@ -524,13 +526,17 @@ def resolve(spec: Spec) -> Plan:
 
 
 MAX_CHAINED_JOBS = 500  # below the usual MaxSubmitJobs; a longer run needs a longer time limit
+UNCALIBRATED_MARGIN = 0.20  # the estimate's error assumed where no published runs calibrate the GPU
 
 
-def chained_jobs(train_seconds: float, exit_minutes: int) -> int:
-    """Jobs to submit for a run longer than one allocation: the allocations its estimate needs,
-    20% more (at least one) for the estimate's error, at most MAX_CHAINED_JOBS."""
-    needed = -(-int(train_seconds) // (exit_minutes * 60))
-    return min(MAX_CHAINED_JOBS, needed + max(1, -(-needed // 5)))
+def chained_jobs(train_seconds: float, exit_minutes: int, uncertainty: float | None = None) -> int:
+    """Jobs to submit for a run longer than one allocation: enough for the run taking as much
+    longer than its estimate as the GPU's calibrated band allows (UNCALIBRATED_MARGIN where none
+    does), and at least one more than the estimate needs; at most MAX_CHAINED_JOBS."""
+    allocation = exit_minutes * 60
+    needed = math.ceil(train_seconds / allocation)
+    margin = UNCALIBRATED_MARGIN if uncertainty is None else uncertainty
+    return min(MAX_CHAINED_JOBS, max(needed + 1, math.ceil(train_seconds * (1 + margin) / allocation)))
 
 
 def exit_margin_minutes(limit: int, step_time_s: float) -> int:
