@@ -193,7 +193,19 @@ def calibration_table() -> str:
                  f"on the FP8 peak (the constant: {FP8_GEMM_EFFICIENCY}), fitted on the Llama-3-70B "
                  f"(Fujii et al. 2024) pair's published FP8 speed-up, {published:.2f}× (predicted: "
                  f"{predicted:.2f}×); the FP8 run is therefore not fitted for the efficiency, only checked.")
-    lines += ["", *notes, "", "Hardware TFLOP/s (recompute counted)."]
+    lines += ["", *notes, "", "Hardware TFLOP/s (recompute counted).", "", readme_table()]
+    return "\n".join(lines)
+
+
+def readme_table() -> str:
+    from generator.estimate.calibration import readme_brackets
+
+    lines = ["Megatron-LM's README runs on H100 (checked as brackets: micro batch and interleaving "
+             "are not stated; model TFLOP/s per GPU at the preset's efficiency):", "",
+             "| run | published | model's slowest (micro, vpp) | model's fastest (micro, vpp) |",
+             "|---|---|---|---|"]
+    lines += [f"| {b.name} | {b.published_tflops:.0f} | {b.low[0]:.0f} ({b.low[1]}, {b.low[2]}) | "
+              f"{b.high[0]:.0f} ({b.high[1]}, {b.high[2]}) |" for b in readme_brackets()]
     return "\n".join(lines)
 
 

@@ -37,6 +37,13 @@ judge the model and are not used here):
   parallelism, selective recompute, the distributed optimizer, flash attention. The bf16 run is
   fitted; the FP8 run fits the FP8 GEMM efficiency (the ratio of the two), so it is not fitted
   for the efficiency.
+- Megatron-LM's README ("Training Speed and Scalability" and its images/model_table.png,
+  Megatron-Core r0.8.0, July 2024): GPT models of 1.7B to 462B parameters on 48 to 6144 H100s,
+  vocabulary 131,072, seq 4096, dp 48, with the data-, tensor- and pipeline-parallel overlaps
+  on, per-GPU model TFLOP/s (Megatron-LM's count, this module's convention). The README does
+  not state the micro batch or the interleaving, so these runs are checked as brackets: each
+  published figure must lie within the model's figures over the settings the README leaves
+  open (README_BRACKETS), not fitted.
 - Llama-2-7B with PyTorch FSDP: Team PyTorch at IBM and at Meta, "Maximizing training
   throughput using PyTorch FSDP" (PyTorch blog, 2024): 3,700 tokens/s per GPU on 128 A100s,
   MFU = HFU = 57% (so no recompute). Checked, not fitted: the blog's run is one FSDP data point;
@@ -83,6 +90,14 @@ NEMOTRON4_340B = [(16, 1536, 768, 10.3), (32, 3072, 1536, 10.3), (64, 6144, 2304
 NEMOTRON4_15B = [(96, 768, 384, 0.57), (192, 1536, 768, 0.58), (288, 2304, 1152, 0.64)]
 # Llama-3-70B (Fujii et al. 2024): model TFLOP/s per GPU by precision
 FUJII_LLAMA3_70B = {"bf16": 415, "fp8": 570}
+# Megatron-LM README (r0.8.0, H100): size, heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU
+MEGATRON_README_H100 = [
+    ("1.7B", 16, 2048, 24, 1, 1, 48, 192, 408.8), ("7.1B", 32, 4096, 30, 2, 1, 96, 192, 465.9),
+    ("16B", 48, 6144, 32, 4, 1, 192, 192, 489.1), ("32B", 56, 7168, 48, 8, 1, 384, 192, 459.6),
+    ("70B", 64, 8192, 84, 8, 2, 768, 384, 419.7), ("119B", 80, 10240, 92, 8, 4, 1536, 768, 420.5),
+    ("177B", 96, 12288, 96, 8, 6, 2304, 1152, 432.8), ("314B", 128, 16384, 96, 8, 8, 3072, 1536, 474.4),
+    ("462B", 144, 18432, 112, 8, 16, 6144, 3072, 459.9),
+]
 # Llama-2-7B with FSDP (PyTorch blog): GPUs, tokens per second per GPU
 FSDP_LLAMA2_7B = (128, 3700)
 A100 = "a100-80gb"
@@ -270,6 +285,57 @@ def leave_one_out(gpu: str = A100) -> list[Row]:
         efficiency = fit_efficiency(others) if others else presets.gpus()[gpu]["efficiency"]
         rows.append(Row(run, predict(run, efficiency), efficiency))
     return rows
+
+
+@value
+class Bracket:
+    """A published run whose settings are partly unstated: the model's slowest and fastest
+    figures over the settings left open, and the published one."""
+
+    name: str
+    shape: Shape
+    published_tflops: float
+    low: tuple[float, int, int]  # (model TFLOP/s per GPU, micro batch, vpp)
+    high: tuple[float, int, int]
+
+
+def readme_shape(heads: int, hidden: int, layers: int) -> Shape:
+    """The README's GPT models: 4h MLP, GeLU, LayerNorm, biases, learned positions and untied
+    embeddings (their parameter counts say so), vocabulary 131,072, seq 4096."""
+    return Shape(layers, hidden, heads, heads, 4 * hidden, 131072, 4096, tie_embeddings=False)
+
+
+def readme_brackets() -> list[Bracket]:
+    """Megatron-LM's README runs on H100 with the preset's efficiency, over what the README
+    leaves open: micro batch 1, 2 or 4 (dividing a data-parallel rank's share of the batch),
+    interleaving 1 or any divisor of a stage's layers (micro-batches a multiple of p), no
+    recompute, the distributed optimizer (--overlap-param-gather needs it), sequence
+    parallelism with t > 1, --tp-comm-overlap; only layouts that fit 80 GB."""
+    from generator import presets
+    from generator.estimate.memory import estimate_memory
+
+    gpu = presets.gpus()[H100]
+    hw = Hardware(gpu["bf16_tflops"], gpu["efficiency"], gpu["hbm_tbps"], gpu["intranode_gbps"],
+                  gpu["internode_gbps"], 8, gpu["fp8_tflops"])
+    out = []
+    for name, heads, hidden, layers, t, p, gpus, batch, tflops in MEGATRON_README_H100:
+        shape = readme_shape(heads, hidden, layers)
+        dp = gpus // (t * p)
+        figures = []
+        for micro in (1, 2, 4):
+            m, rest = divmod(batch // dp, micro)
+            per_stage = layers // p
+            interleaved = [v for v in range(2, per_stage + 1) if per_stage % v == 0] \
+                if p > 1 and m % p == 0 else []
+            for vpp in [1, *interleaved]:
+                layout = Layout(tp=t, pp=p, vpp=vpp, dp=dp, micro_batch_size=micro, num_microbatches=m,
+                                sequence_parallel=t > 1, sharding="distributed_optimizer",
+                                tp_comm_overlap=True, overlap_p2p_comm=True)
+                if rest or not estimate_memory(shape, layout, gpu["memory_gib"]).fits:
+                    continue
+                figures.append((estimate_performance(shape, layout, hw, batch).tflops_per_gpu, micro, vpp))
+        out.append(Bracket(f"Megatron-LM README {name} on {gpus}", shape, tflops, min(figures), max(figures)))
+    return out
 
 
 def generations() -> list[str]:
