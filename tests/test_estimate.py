@@ -586,6 +586,36 @@ def test_moe_dispatch_is_an_all_to_all_among_the_expert_parallel_ranks(tmp_path:
     assert chosen.estimate().performance.moe_comm_s == pytest.approx(4 * expected * plan.gradient_accumulation_steps)
 
 
+def test_the_flex_dispatcher_sends_a_token_once_per_rank_and_once_per_node() -> None:
+    """DeepEP (flex) sends a token once to each rank holding any of its experts, and across
+    nodes once to each node, over the inter-node link (NVLink forwards it there). Qwen3-235B's
+    routing (128 experts, top 8) over ep 32 on 4 nodes: of the 8 copies an all-to-all sends
+    (7.75 leaving the rank), the token reaches 3.6 nodes on average, 2.72 of them remote
+    (4 · (1 − C(96,8)/C(128,8)) · 3/4), so 0.35 of the all-to-all's inter-node volume; with one
+    expert per rank (Mixtral's 8 over ep 8) there is nothing to share and flex moves what the
+    all-to-all does."""
+    from math import comb
+
+    from generator.estimate.performance import Hardware, groups_holding, moe_dispatch_seconds
+
+    hw = Hardware(989, 0.6, 3.35, 450, 50, 8)
+    shape = Shape(94, 4096, 64, 4, 12288, 151936, 4096, swiglu=True, num_experts=128, kv_channels=128,
+                  moe_ffn_hidden_size=1536)
+    remote = 4 * (1 - comb(96, 8) / comb(128, 8)) * 3 / 4
+    assert groups_holding(4, 128, 8) * 3 / 4 == pytest.approx(remote) and remote == pytest.approx(2.72, abs=0.005)
+    across = Layout(tp=2, pp=8, ep=32, dp=16, sequence_parallel=True)  # ep 32: 4 nodes
+    alltoall, flex = (moe_dispatch_seconds(shape, replace(across, moe_dispatcher=d), hw, 8) for d in ("alltoall", "flex"))
+    assert flex / alltoall == pytest.approx(remote / (8 * 31 / 32))
+    inside = replace(across, ep=8, dp=4, pp=32)  # one node: NVLink, one copy per rank
+    alltoall, flex = (moe_dispatch_seconds(shape, replace(inside, moe_dispatcher=d), hw, 8) for d in ("alltoall", "flex"))
+    assert flex / alltoall == pytest.approx(groups_holding(8, 128, 8) * 7 / 8 / (8 * 7 / 8)) and flex < alltoall
+    mixtral = Shape(32, 4096, 32, 8, 14336, 32000, 4096, swiglu=True, num_experts=8)
+    one_each = Layout(tp=1, ep=8, dp=8)
+    assert groups_holding(8, 8, 2) == pytest.approx(2.0)
+    assert moe_dispatch_seconds(mixtral, replace(one_each, moe_dispatcher="flex"), hw, 2) == \
+        pytest.approx(moe_dispatch_seconds(mixtral, one_each, hw, 2))
+
+
 def test_a_data_parallel_group_inside_one_node_communicates_over_nvlink(tmp_path: Path) -> None:
     """FSDP on one node of 8 H100s gathers and reduces over NVLink (450 GB/s), not the inter-node
     link (50 GB/s): without hybrid sharding the one-node job was costed as if it left the node."""

@@ -38,7 +38,7 @@ def layouts(draw) -> tuple[Shape, Layout, list[Layout], numpy.ndarray]:
         "tp_comm_overlap": draw(st.booleans()), "overlap_grad_reduce": draw(st.booleans()),
         "optimizer_states": draw(st.sampled_from(["fp32", "bf16"])),
         "main_grads": draw(st.sampled_from(["fp32", "bf16"])),
-        "moe_dispatcher": draw(st.sampled_from(["alltoall", "allgather"])),
+        "moe_dispatcher": draw(st.sampled_from(["alltoall", "allgather", "flex"])),
         "shard_dp": draw(st.sampled_from([None, 8])),
     }
     uneven = draw(st.booleans())

@@ -318,24 +318,50 @@ def gradient_bytes(layout: Layout) -> int:
 def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None) -> float:
     """Per micro-batch: an MoE layer's dispatch and combine, forward and backward (and once more
     forward with full recompute), exposed (the rendered files turn no dispatch overlap on). The
-    tokens of a rank are b·s/cp, split over tp with sequence parallelism. The all-to-all
-    dispatcher (and DeepEP's flex) sends each token's hidden state (16-bit) to its top-k experts
-    among the ep ranks, keeping 1/ep; the all-gather dispatcher gathers every token of the
-    expert tensor × expert parallel group and reduce-scatters the results back, of which the
-    tp part is the sequence-parallel gather the tensor-parallel cost already counts."""
+    tokens of a rank are b·s/cp, split over tp with sequence parallelism; each moves its hidden
+    state (16-bit) by dispatcher:
+    - alltoall sends one copy per (token, expert) pair to its top-k experts among the ep ranks,
+      keeping 1/ep;
+    - flex (DeepEP, megatron-core's default flex backend) sends one copy per destination rank,
+      however many of the token's experts that rank holds; across nodes one copy per
+      destination node over the inter-node link, which NVLink forwards to the ranks there
+      (DeepEP's README; DeepSeek-V3 report §3.2.2), the two links working at once;
+    - allgather gathers every token of the expert tensor × expert parallel group and
+      reduce-scatters the results back, of which the tp part is the sequence-parallel gather
+      the tensor-parallel cost already counts.
+    Routing is taken as uniform over the experts."""
     if not shape.num_experts:
         return 0.0
     tokens = layout.micro_batch_size * shape.seq_length / layout.cp
     if layout.sequence_parallel:
         tokens /= layout.tp
-    allgather = layout.moe_dispatcher == "allgather"  # (either moves nothing with one ep rank)
-    volume = where(allgather, 2 * tokens * shape.hidden_size * (layout.etp * layout.ep - layout.etp),
-                   2 * tokens * (top_k or 1) * shape.hidden_size * (layout.ep - 1) / layout.ep)
-    link = where(allgather, link_gbps(layout, "tp_ep", hw), link_gbps(layout, "ep", hw))
+    k, h = top_k or 1, shape.hidden_size
+    per_copy = 2 * tokens * h  # bytes: every token once
+    alltoall = per_copy * k * (layout.ep - 1) / layout.ep / (link_gbps(layout, "ep", hw) * 1e9)
+    allgather = per_copy * (layout.etp * layout.ep - layout.etp) / (link_gbps(layout, "tp_ep", hw) * 1e9)
+    ranks = groups_holding(layout.ep, shape.num_experts, k) * (layout.ep - 1) / layout.ep
+    nodes = maximum(layout.etp * layout.ep // hw.gpus_per_node, 1)  # the nodes an ep group spans
+    remote_nodes = groups_holding(nodes, shape.num_experts, k) * (nodes - 1) / nodes
+    nvlink = per_copy * ranks / (hw.intranode_gbps * 1e9)
+    flex = where(in_node(layout, "ep", hw.gpus_per_node), nvlink,
+                 maximum(nvlink, per_copy * remote_nodes / (hw.internode_gbps * 1e9)))
+    seconds = where(layout.moe_dispatcher == "allgather", allgather,
+                    where(layout.moe_dispatcher == "flex", flex, alltoall))
     exchanges = where(layout.recompute == "full", 6, 4)
     moe_share = (shape.num_layers - shape.moe_dense_layers) / shape.num_layers
     moe_layers = slowest_stage_layers(shape, layout) * moe_share
-    return exchanges * volume * moe_layers / (link * 1e9)
+    return exchanges * seconds * moe_layers
+
+
+def groups_holding(groups: int, experts: int, k: int) -> float:
+    """Of ``groups`` equal groups of the experts (ranks, nodes), how many hold at least one of a
+    token's k distinct experts, routed uniformly: groups × (1 − P(a group holds none)), the
+    product over the k picks of (experts outside the group still unpicked) / (experts left)."""
+    outside = experts - experts / groups
+    none = 1.0
+    for i in range(k):
+        none = none * maximum(outside - i, 0.0) / (experts - i)
+    return groups * (1 - none)
 
 
 # Each communication group as (stride, size): its ranks lie stride apart in megatron-core's rank
