@@ -340,7 +340,7 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     alltoall = per_copy * k * (layout.ep - 1) / layout.ep / (link_gbps(layout, "ep", hw) * 1e9)
     allgather = per_copy * (layout.etp * layout.ep - layout.etp) / (link_gbps(layout, "tp_ep", hw) * 1e9)
     ranks = groups_holding(layout.ep, shape.num_experts, k) * (layout.ep - 1) / layout.ep
-    nodes = maximum(layout.etp * layout.ep // hw.gpus_per_node, 1)  # the nodes an ep group spans
+    nodes = -(-layout.etp * layout.ep // hw.gpus_per_node)  # the nodes an ep group spans
     remote_nodes = groups_holding(nodes, shape.num_experts, k) * (nodes - 1) / nodes
     nvlink = per_copy * ranks / (hw.intranode_gbps * 1e9)
     flex = where(in_node(layout, "ep", hw.gpus_per_node), nvlink,
