@@ -207,6 +207,9 @@ def _estimates(plan: Plan) -> list[str]:
         f"dp comm {p.dp_comm_s:.2f} + pp p2p {p.pp_comm_s:.2f}"
         + (f" + ZeRO-3 gathers {p.zero3_gather_s:.2f}" if p.zero3_gather_s else "")
         + (f" + MoE all-to-all {p.moe_comm_s:.2f}" if p.moe_comm_s else ""),
+        *([f"  FP8 ({plan.spec.training.fp8_recipe} scaling): linear GEMMs {p.fp8_gemm_speedup:.2f}× "
+           f"their bf16 speed; casting their operands {p.fp8_casts_s:.2f} s of the memory-bound time"]
+          if p.fp8_gemm_speedup else []),
         f"  {p.tokens_per_s:,.0f} tokens/s, {p.tflops_per_gpu:.0f} TFLOP/s per GPU, "
         f"MFU {p.mfu:.1%}, HFU {p.hfu:.1%}",
         f"  throughput ±{e.uncertainty:.0%} (the largest leave-one-out error on published runs of this "

@@ -140,11 +140,18 @@ def test_fp8_parameter_gather_moves_one_byte() -> None:
 def test_the_spec_fp8_recipe_reaches_the_estimate(tmp_path: Path) -> None:
     base = spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "h100-80gb"},
                      parallelism={"distributed_optimizer": True, "tp": 2, "pp": 1})
-    times = {}
+    casts = {}
     for recipe in ("delayed", "tensorwise"):
         data = spec_dict(**{**base, "training": {**base["training"], "precision": "fp8", "fp8_recipe": recipe}})
-        times[recipe] = plan_of(tmp_path, data, f"{recipe}.yaml").estimate().performance.memory_s
-    assert times["delayed"] < times["tensorwise"]
+        plan = plan_of(tmp_path, data, f"{recipe}.yaml")
+        performance = plan.estimate().to_json()["performance"]
+        casts[recipe] = performance["step_breakdown_s"]["of_memory_bound_fp8_casts"]
+        assert performance["fp8_gemm_speedup"] == pytest.approx(1.74, abs=0.01)
+        result = runner.invoke(app, ["explain", str(tmp_path / f"{recipe}.yaml")])
+        assert f"FP8 ({recipe} scaling): linear GEMMs 1.74× their bf16 speed; casting their operands" in result.output
+    assert 0 < casts["delayed"] < casts["tensorwise"]
+    bf16 = plan_of(tmp_path, base, "bf16.yaml").estimate().to_json()["performance"]
+    assert bf16["fp8_gemm_speedup"] is None and bf16["step_breakdown_s"]["of_memory_bound_fp8_casts"] == 0
 
 
 def test_packing_flags_and_data_per_step(tmp_path: Path) -> None:

@@ -58,6 +58,8 @@ class Performance:
     gpus: int
     peak_tflops: float
     moe_comm_s: float = 0.0  # MoE token dispatch and combine among the ep ranks (all-to-all)
+    fp8_casts_s: float = 0.0  # of memory_s: quantizing the FP8 GEMMs' operands
+    fp8_gemm_speedup: float | None = None  # FP8 linear GEMMs against bf16 (None: no FP8 GEMMs)
 
     @property
     def tokens_per_s(self) -> float:
@@ -204,9 +206,18 @@ def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     passes = where(layout.recompute == "full", 4, 3)
     extra_scores = where(layout.recompute == "selective", scores, 0.0)
     per_layer = passes * (elementwise + scores) + extra_scores
-    if fp8_gemms(layout, hw):
-        per_layer = per_layer + s * b * fp8_cast_bytes(shape, layout, top_k)
-    return per_layer * slowest_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
+    return per_layer * slowest_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY) + \
+        fp8_cast_seconds(shape, layout, hw, top_k)
+
+
+def fp8_cast_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
+    """Per micro-batch and GPU: quantizing the FP8 GEMMs' operands (fp8_cast_bytes) at HBM
+    bandwidth; nothing without FP8 GEMMs."""
+    if not fp8_gemms(layout, hw):
+        return 0.0
+    tokens = layout.micro_batch_size * shape.seq_length / layout.cp
+    return tokens * fp8_cast_bytes(shape, layout, top_k) * slowest_stage_layers(shape, layout) / \
+        (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
 
 
 def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int,
@@ -300,8 +311,10 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         zero3 = maximum(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
     moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
     step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm
+    fp8 = fp8_gemms(layout, hw)
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
-                       pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops, moe_comm)
+                       pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops, moe_comm,
+                       fp8_cast_seconds(shape, layout, hw, top_k) * m, fp8_gemm_speedup(hw) if fp8 else None)
 
 
 def gradient_bytes(layout: Layout) -> int:

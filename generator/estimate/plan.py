@@ -59,7 +59,9 @@ class Estimate:
                                      "data_parallel_comm": round(p.dp_comm_s, 3),
                                      "pipeline_p2p": round(p.pp_comm_s, 3),
                                      "zero3_gathers": round(p.zero3_gather_s, 3),
-                                     "moe_all_to_all": round(p.moe_comm_s, 3)},
+                                     "moe_all_to_all": round(p.moe_comm_s, 3),
+                                     "of_memory_bound_fp8_casts": round(p.fp8_casts_s, 3)},
+                "fp8_gemm_speedup": None if p.fp8_gemm_speedup is None else round(p.fp8_gemm_speedup, 3),
                 "tokens_per_s": round(p.tokens_per_s), "tflops_per_gpu": round(p.tflops_per_gpu, 1),
                 # throughput within ±band of the estimate on the published runs of the GPU's
                 # generation (leave-one-out; generator/estimate/calibration.py); None: uncalibrated
