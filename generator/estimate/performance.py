@@ -148,8 +148,10 @@ def fp8_gemms(layout: Layout, hw: Hardware) -> bool:
 
 
 def fp8_gemm_speedup(hw: Hardware) -> float:
-    """How much faster an FP8 linear GEMM runs than the same GEMM in bf16."""
-    return hw.fp8_peak_tflops / hw.peak_tflops * hw.fp8_gemm_efficiency
+    """How much faster an FP8 linear GEMM runs than the same GEMM in bf16: the FP8 peak at its
+    share of the bf16 efficiency, never slower than bf16 (where the data sheet gives FP8 the
+    bf16 peak, as Gaudi 3's does, the GEMMs gain nothing)."""
+    return max(1.0, hw.fp8_peak_tflops / hw.peak_tflops * hw.fp8_gemm_efficiency)
 
 
 def linear_share(shape: Shape, layout: Layout, top_k: int | None = None) -> float:
