@@ -43,7 +43,7 @@ judge the model and are not used here):
   on, per-GPU model TFLOP/s (Megatron-LM's count, this module's convention). The README does
   not state the micro batch or the interleaving, so these runs are checked as brackets: each
   published figure must lie within the model's figures over the settings the README leaves
-  open (README_BRACKETS), not fitted.
+  open (readme_brackets), not fitted.
 - Llama-2-7B with PyTorch FSDP: Team PyTorch at IBM and at Meta, "Maximizing training
   throughput using PyTorch FSDP" (PyTorch blog, 2024): 3,700 tokens/s per GPU on 128 A100s,
   MFU = HFU = 57% (so no recompute). Checked, not fitted: the blog's run is one FSDP data point;
@@ -55,10 +55,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from generator.estimate.memory import Layout
 from generator.estimate.params import Shape
-from generator.estimate.performance import FP8_GEMM_EFFICIENCY, Hardware, estimate_performance
+from generator.estimate.performance import FP8_GEMM_EFFICIENCY, estimate_performance
 from generator.values import value
 
 # params (B), heads, hidden, layers, t, p, GPUs, batch, micro batch, vpp, achieved TFLOP/s per GPU
@@ -221,10 +222,10 @@ def runs() -> list[Run]:
 
 def predict(run: Run, efficiency: float, fp8_gemm_efficiency: float = FP8_GEMM_EFFICIENCY) -> float:
     from generator import presets
+    from generator.estimate.plan import hardware_of
 
-    gpu = presets.gpus()[run.gpu]
-    hw = Hardware(gpu["bf16_tflops"], efficiency, gpu["hbm_tbps"], gpu["intranode_gbps"],
-                  gpu["internode_gbps"], run.gpus_per_node, gpu["fp8_tflops"], fp8_gemm_efficiency)
+    hw = replace(hardware_of(presets.gpus()[run.gpu], run.layout.precision, run.gpus_per_node),
+                 efficiency=efficiency, fp8_gemm_efficiency=fp8_gemm_efficiency)
     return estimate_performance(run.shape, run.layout, hw, run.global_batch).step_time_s
 
 
@@ -313,10 +314,10 @@ def readme_brackets() -> list[Bracket]:
     parallelism with t > 1, --tp-comm-overlap; only layouts that fit 80 GB."""
     from generator import presets
     from generator.estimate.memory import estimate_memory
+    from generator.estimate.plan import hardware_of
 
     gpu = presets.gpus()[H100]
-    hw = Hardware(gpu["bf16_tflops"], gpu["efficiency"], gpu["hbm_tbps"], gpu["intranode_gbps"],
-                  gpu["internode_gbps"], 8, gpu["fp8_tflops"])
+    hw = hardware_of(gpu, "bf16", 8)
     out = []
     for name, heads, hidden, layers, t, p, gpus, batch, tflops in MEGATRON_README_H100:
         shape = readme_shape(heads, hidden, layers)
