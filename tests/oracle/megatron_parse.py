@@ -7,10 +7,11 @@
 TREE is an unpacked archive of ``shared/oracles`` (Megatron-LM, or a Megatron-DeepSpeed fork).
 Each case is ``{"argv": [...], "world_size": N, "env": {...}, "capability": [9, 0]}``; each result
 is, on the last line after MARK, ``{"ok": true, "dp": .., "micro": .., "global": .., "accumulation": ..,
-"shown": {the argument values a case's "show" names}}`` — with ``"flops_vocab": V`` in a case, also
-``"flops"``: Megatron-LM's own FLOPs of one step (training.num_floating_point_operations, the
-vocabulary V padded by its own tokenizer code) — or ``{"ok": false, "error": "..."}`` (argparse's exit, or the AssertionError / ValueError of its validation). The
-parser is the framework's own; only what a CPU machine lacks is stood in for (the GPU's compute
+"shown": {the argument values a case's "show" names}}`` (with ``"flops_vocab": V`` in a case,
+also ``"flops"``: Megatron-LM's own FLOPs of one step, training.num_floating_point_operations,
+the vocabulary V padded by its own tokenizer code) or ``{"ok": false, "error": "..."}``
+(argparse's exit, or the AssertionError / ValueError of its validation). The parser is the
+framework's own; only what a CPU machine lacks is stood in for (the GPU's compute
 capability, the optional batch-invariant kernels that import triton), as shared/oracles/README.md
 describes.
 """
