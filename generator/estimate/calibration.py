@@ -250,8 +250,8 @@ def fit_efficiency(fitted: list[Run]) -> float:
 
 def fp8_pair() -> tuple[Run, Run]:
     """The published bf16 and FP8 runs of one layout (Fujii et al. 2024)."""
-    bf16, fp8 = (next(r for r in runs() if r.name == f"Llama-3-70B {p} on 64") for p in ("bf16", "fp8"))
-    return bf16, fp8
+    by_name = {r.name: r for r in runs()}
+    return by_name["Llama-3-70B bf16 on 64"], by_name["Llama-3-70B fp8 on 64"]
 
 
 def fit_fp8_gemm_efficiency() -> float:

@@ -195,10 +195,10 @@ def fp8_cast_bytes(shape: Shape, layout: Layout, top_k: int | None = None) -> fl
     return FP8_CAST_BYTES[layout.fp8_recipe] * (passes * forward + backward)
 
 
-def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
+def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     """Per micro-batch and GPU: elementwise and softmax traffic at HBM bandwidth. Flash attention
     never writes the s² scores; the passes are forward, backward (2×) and what recompute repeats.
-    FP8 runs add the casts of their GEMMs' operands (fp8_cast_bytes)."""
+    (An FP8 run's operand casts are fp8_cast_seconds, which the step adds to this.)"""
     s = shape.seq_length / layout.cp
     b, h, t = layout.micro_batch_size, shape.hidden_size, layout.tp
     replicated = ELEMENTWISE_REPLICATED / (t if layout.sequence_parallel else 1)
@@ -208,8 +208,7 @@ def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     passes = where(layout.recompute == "full", 4, 3)
     extra_scores = where(layout.recompute == "selective", scores, 0.0)
     per_layer = passes * (elementwise + scores) + extra_scores
-    return per_layer * slowest_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY) + \
-        fp8_cast_seconds(shape, layout, hw, top_k)
+    return per_layer * slowest_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
 
 
 def fp8_cast_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
@@ -241,7 +240,8 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     compute = hardware / gpus / (hw.peak_tflops * 1e12 * hw.efficiency * gemm_rows_factor(shape, layout)) \
         * balance
     m = maximum(layout.num_microbatches, 1)
-    memory = memory_bound_seconds(shape, layout, hw, top_k) * m
+    casts = fp8_cast_seconds(shape, layout, hw, top_k) * m
+    memory = memory_bound_seconds(shape, layout, hw) * m + casts
     bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
     # TP: 2 all-reduces forward and 2 backward per layer (2 more forward with full recompute),
     # each of b·s·h 16-bit values; a ring moves 2(t−1)/t of it per GPU.
@@ -313,10 +313,9 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         zero3 = maximum(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
     moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
     step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm
-    fp8 = fp8_gemms(layout, hw)
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
                        pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops, moe_comm,
-                       fp8_cast_seconds(shape, layout, hw, top_k) * m, fp8_gemm_speedup(hw) if fp8 else None)
+                       casts, fp8_gemm_speedup(hw) if fp8_gemms(layout, hw) else None)
 
 
 def gradient_bytes(layout: Layout) -> int:
