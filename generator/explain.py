@@ -207,6 +207,9 @@ def _estimates(plan: Plan) -> list[str]:
         f"dp comm {p.dp_comm_s:.2f} + pp p2p {p.pp_comm_s:.2f}"
         + (f" + ZeRO-3 gathers {p.zero3_gather_s:.2f}" if p.zero3_gather_s else "")
         + (f" + MoE all-to-all {p.moe_comm_s:.2f}" if p.moe_comm_s else ""),
+        *([f"  flash attention core {p.attention_s:.2f} s of the compute (at its kernel's speed for "
+           f"{plan.model.seq_length // plan.cp:,}-token calls; a causal mask computes half the scores)"]
+          if p.attention_s else []),
         *([f"  FP8 ({plan.spec.training.fp8_recipe} scaling): linear GEMMs {p.fp8_gemm_speedup:.2f}× "
            f"their bf16 speed; casting their operands {p.fp8_casts_s:.2f} s of the memory-bound time"]
           if p.fp8_gemm_speedup else []),

@@ -6,6 +6,10 @@ logits layer included, forward + backward = 3 × forward. For GPT-3 shapes this 
 72·B·s·l·h²·(1 + s/(6h) + V/(12lh)); GQA and SwiGLU change the projection sizes; MoE counts the
 top-k experts a token visits. Hardware FLOPs add what recompute runs again: a whole forward for
 full recompute, the attention core (s/(6h) → s/(3h)) for selective.
+
+Time: the GEMMs at the GPU's calibrated efficiency; the attention core, where a flash kernel runs
+it, at that kernel's published speed by sequence length (attention.py) — a causal mask computes
+half of the scores the FLOP convention counts.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
+from generator.estimate.attention import IN_TRAINING, core_seconds, forward_passes
 from generator.estimate.memory import Layout, fp8_params, rank_params
 from generator.estimate.params import Shape
 from generator.estimate.vectors import maximum, minimum, where
@@ -22,7 +27,7 @@ from generator.values import value
 # fraction of the efficiency bf16 GEMMs reach on theirs — fitted on a published FP8-against-bf16
 # pair of the same layout (calibration.fit_fp8_gemm_efficiency: Fujii et al. 2024, Llama-3-70B on
 # H100, Megatron-LM); the attention core, the logits and the memory-bound work stay bf16.
-FP8_GEMM_EFFICIENCY = 0.87
+FP8_GEMM_EFFICIENCY = 0.93
 
 
 @value
@@ -37,6 +42,8 @@ class Hardware:
     gpus_per_node: int
     fp8_peak_tflops: float | None = None  # dense FP8 peak (None: no FP8 tensor cores)
     fp8_gemm_efficiency: float = FP8_GEMM_EFFICIENCY
+    attention_kernel: str = "cudnn"  # the flash attention kernel's published speed (attention.KERNELS)
+    attention_in_training: float = IN_TRAINING  # the share of that speed it keeps in a step
 
 
 @value
@@ -58,6 +65,7 @@ class Performance:
     gpus: int
     peak_tflops: float
     moe_comm_s: float = 0.0  # MoE token dispatch and combine among the ep ranks (all-to-all)
+    attention_s: float = 0.0  # of compute_s: the flash attention core at its kernel's speed
     fp8_casts_s: float = 0.0  # of memory_s: quantizing the FP8 GEMMs' operands
     fp8_gemm_speedup: float | None = None  # FP8 linear GEMMs against bf16 (None: no FP8 GEMMs)
 
@@ -154,14 +162,34 @@ def fp8_gemm_speedup(hw: Hardware) -> float:
     return max(1.0, hw.fp8_peak_tflops / hw.peak_tflops * hw.fp8_gemm_efficiency)
 
 
-def linear_share(shape: Shape, layout: Layout, top_k: int | None = None) -> float:
-    """The share of a step's hardware FLOPs in the transformer layers' linear GEMMs (what FP8
-    speeds up): not the attention core, not the logits, and of recompute only what it runs
-    again of them (full: the whole forward; selective: the attention core only)."""
+def gemm_flops_per_token(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
+    """Hardware FLOPs per token a step runs as GEMMs, in bf16-equivalents (an FP8 run's linear
+    GEMMs count 1/speed-up of theirs): the linear layers and the logits, forward, backward (2×) and
+    again forward under full recompute; the attention core too where no flash kernel runs it
+    (unfused attention's batched GEMMs, with what recompute runs again of it: step_flops)."""
     forward, core = forward_flops_per_token(shape, top_k)
-    linear = forward - core - 2 * shape.vocab_size * shape.hidden_size
-    extra = where(layout.recompute == "full", forward, where(layout.recompute == "selective", 3 * core, 0.0))
-    return where(layout.recompute == "full", 4, 3) * linear / (3 * forward + extra)
+    logits = 2 * shape.vocab_size * shape.hidden_size
+    linear = forward - core - logits
+    if fp8_gemms(layout, hw):  # the linear GEMMs in FP8, the logits in bf16
+        linear = linear / fp8_gemm_speedup(hw)
+    passes = where(layout.recompute == "full", 4, 3)
+    unfused = 0.0 if layout.flash_attention else \
+        core * where(layout.recompute == "full", 4, where(layout.recompute == "selective", 6, 3))
+    return passes * (linear + logits) + unfused
+
+
+def flash_attention_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
+    """Per micro-batch and GPU, the slowest stage: the flash attention core at its kernel's speed
+    (attention.core_seconds) — the causal half of the scores of b·s/cp queries against s keys, the
+    heads split over tp; nothing where the core runs unfused (its GEMMs are in the GEMM time)."""
+    if not layout.flash_attention:
+        return 0.0
+    s = shape.seq_length
+    query = shape.num_attention_heads * shape.head_dim
+    computed = 4 * layout.micro_batch_size * s / layout.cp * s * query / layout.tp / 2
+    per_layer = core_seconds(computed, s / layout.cp, layout.cp, forward_passes(layout.recompute),
+                             hw.attention_kernel, hw.peak_tflops, hw.attention_in_training)
+    return per_layer * slowest_stage_layers(shape, layout)
 
 
 def mlp_widths(shape: Shape, top_k: int | None = None) -> tuple[int, int]:
@@ -232,14 +260,14 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     link; RANK_GROUPS)."""
     model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
+    m = maximum(layout.num_microbatches, 1)
     # every stage waits for the one with the most layers (uneven pipelines)
     balance = slowest_stage_layers(shape, layout) / (shape.num_layers / layout.pp)
-    if fp8_gemms(layout, hw):  # the linear GEMMs in FP8, the attention core and the logits in bf16
-        share = linear_share(shape, layout, top_k)
-        balance *= 1 - share + share / fp8_gemm_speedup(hw)
-    compute = hardware / gpus / (hw.peak_tflops * 1e12 * hw.efficiency * gemm_rows_factor(shape, layout)) \
-        * balance
-    m = maximum(layout.num_microbatches, 1)
+    tokens = global_batch * shape.seq_length
+    gemms = tokens * gemm_flops_per_token(shape, layout, hw, top_k) / gpus * balance / \
+        (hw.peak_tflops * 1e12 * hw.efficiency * gemm_rows_factor(shape, layout))
+    attention = flash_attention_seconds(shape, layout, hw) * m
+    compute = gemms + attention
     casts = fp8_cast_seconds(shape, layout, hw, top_k) * m
     memory = memory_bound_seconds(shape, layout, hw) * m + casts
     bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
@@ -254,17 +282,19 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     if layout.tp_comm_overlap:
         # Transformer Engine's userbuffers split each gather / scatter into tp chunks
         # pipelined with the neighbouring linear layer's GEMM (inside a node): the first chunk
-        # stays exposed, the rest hides under the layers' linear GEMMs (not the attention core)
-        forward, core = forward_flops_per_token(shape, top_k)
+        # stays exposed, the rest hides under the GEMMs (not the flash attention core)
         tp_comm = tp_comm - where(in_node(layout, "tp", hw.gpus_per_node),
-                                  minimum(tp_comm * (1 - 1 / layout.tp), compute * (1 - core / forward)), 0.0)
-    # CP: each rank gathers the other ranks' K and V per layer (forward, and their gradients back),
-    # 2 · b · s/cp · kv-width 16-bit values from each of the cp − 1 others.
-    passes = where(layout.recompute == "full", 4, 3)
+                                  minimum(tp_comm * (1 - 1 / layout.tp), gemms), 0.0)
+    # CP: each rank gathers the other ranks' K and V per layer (forward, again where recompute
+    # reruns the core attention, and their gradients back), 2 · b · s/cp · kv-width 16-bit values
+    # from each of the cp − 1 others. Transformer Engine's ring sends the next step's K and V
+    # while a step's attention runs: what outlasts the cp − 1 steps it overlaps stays exposed.
+    passes = where(layout.recompute == "none", 3, 4)
     kv = shape.num_query_groups * shape.head_dim / layout.tp
     volume = 2 * 2 * layout.micro_batch_size * shape.seq_length / layout.cp * kv * (layout.cp - 1)
     link = link_gbps(layout, "cp", hw)
     cp_comm = passes * volume * slowest_stage_layers(shape, layout) * m / (link * 1e9)
+    cp_comm = maximum(cp_comm - attention * (layout.cp - 1) / layout.cp, 0.0)
     # each virtual stage sends its output forward and its input gradient back per micro-batch:
     # b·s/cp·h 16-bit values, split over the tp ranks (Megatron's scatter/gather), on the
     # inter-node link once the pipeline leaves the node (Narayanan et al. 2021, §4.1). Overlapped
@@ -315,7 +345,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
                        pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops, moe_comm,
-                       casts, fp8_gemm_speedup(hw) if fp8_gemms(layout, hw) else None)
+                       attention, casts, fp8_gemm_speedup(hw) if fp8_gemms(layout, hw) else None)
 
 
 def gradient_bytes(layout: Layout) -> int:

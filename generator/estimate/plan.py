@@ -60,6 +60,7 @@ class Estimate:
                                      "pipeline_p2p": round(p.pp_comm_s, 3),
                                      "zero3_gathers": round(p.zero3_gather_s, 3),
                                      "moe_all_to_all": round(p.moe_comm_s, 3),
+                                     "of_compute_flash_attention": round(p.attention_s, 3),
                                      "of_memory_bound_fp8_casts": round(p.fp8_casts_s, 3)},
                 "fp8_gemm_speedup": None if p.fp8_gemm_speedup is None else round(p.fp8_gemm_speedup, 3),
                 "tokens_per_s": round(p.tokens_per_s), "tflops_per_gpu": round(p.tflops_per_gpu, 1),
@@ -136,7 +137,8 @@ def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | Non
     # DeepSeek-V3 report MFU), their GEMM gain is in the step time
     peak = gpu["bf16_tflops"] / (2 if precision == "fp32" else 1)
     return Hardware(peak, gpu["efficiency"], gpu["hbm_tbps"], gpu["intranode_gbps"],
-                    gpu["internode_gbps"], gpus_per_node, gpu.get("fp8_tflops"))
+                    gpu["internode_gbps"], gpus_per_node, gpu.get("fp8_tflops"),
+                    attention_kernel=gpu["attention"])
 
 
 def shape_of(plan) -> Shape:
