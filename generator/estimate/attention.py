@@ -46,7 +46,7 @@ KERNELS = {
 # The share of its benchmark speed a flash kernel keeps inside a training step (other kernels'
 # launches and memory traffic around it, the QKV layout, shorter tails): fitted on the published
 # runs that use flash attention (calibration.fit_attention_in_training; docs/estimates.md).
-IN_TRAINING = 0.35
+IN_TRAINING = 0.45
 BACKWARD_FLOPS = 2.5  # a flash backward's matmuls: S again, dV, dP, dQ, dK (5) against the forward's 2
 
 
