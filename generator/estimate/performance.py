@@ -251,9 +251,10 @@ def fp8_cast_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | No
 
 def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int,
                          top_k: int | None = None) -> Performance:
-    """A step-time model: compute at the calibrated efficiency plus memory-bound work, stretched
-    by the pipeline bubble (p − 1)/(v·m); tensor-parallel all-reduces (exposed, but for what
-    --tp-comm-overlap hides) and context-parallel K/V exchanges per layer; the data-parallel
+    """A step-time model: compute (the GEMMs at the calibrated efficiency, a flash attention core
+    at its kernel's speed) plus memory-bound work, stretched by the pipeline bubble
+    (p − 1)/(v·m); tensor-parallel all-reduces (exposed, but for what --tp-comm-overlap hides)
+    and context-parallel K/V exchanges per layer (but for what the ring hides); the data-parallel
     gradient reduction overlapped with the backward pass except its last layer's share where the
     run's files turn the overlap on (Layout.overlap_grad_reduce), else exposed. Every collective
     runs on the link its group's placement gives (NVLink inside a node, else the inter-node
