@@ -164,3 +164,20 @@ def test_the_preset_names_its_kernel_and_it_reaches_the_estimate() -> None:
     layout = Layout()
     assert estimate_performance(LLAMA3_8B, layout, a100, 1).attention_s < \
         estimate_performance(LLAMA3_8B, layout, h100, 1).attention_s  # FA2 on A100: more of the peak
+
+
+def test_frameworks_other_than_megatron_core_run_flash_attention_2() -> None:
+    """megatron-core's Transformer Engine runs cuDNN's fused attention on Hopper; FSDP,
+    DeepSpeed and the Megatron-DeepSpeed forks call FlashAttention-2, slower there (the
+    FlashAttention-3 paper's curves: 335 against 539 TFLOP/s causal forward at 16k). On A100
+    both run FlashAttention-2."""
+    f, cudnn = fractions("fa2-h100"), fractions("cudnn")
+    ratio = (1 / f["forward_causal"][4] + 2.5 / f["backward_causal"][4]) / \
+        (1 / cudnn["forward_causal"][4] + 2.5 / cudnn["backward_causal"][4])
+    megatron = estimate_performance(LLAMA3_8B, Layout(), H100, 1).attention_s
+    for framework in ("fsdp", "deepspeed", "megatron-deepspeed"):
+        layout = Layout(framework=framework)
+        assert estimate_performance(LLAMA3_8B, layout, H100, 1).attention_s == pytest.approx(megatron * ratio)
+    a100 = replace(H100, peak_tflops=312, attention_kernel="fa2-a100")
+    assert estimate_performance(LLAMA3_8B, Layout(framework="fsdp"), a100, 1).attention_s == \
+        pytest.approx(estimate_performance(LLAMA3_8B, Layout(), a100, 1).attention_s)

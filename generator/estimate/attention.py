@@ -43,11 +43,20 @@ KERNELS = {
     "fa2-h100": ("fa2", 1 / H100_PEAK),
     "fa2-a100": ("fa2", FA2_A100_BEST / max(FA3_PAPER_H100["fa2"][1])),
 }
+# The kernel a framework's attention runs: megatron-core through Transformer Engine takes the
+# GPU preset's (cuDNN's fused attention on Hopper); DeepSpeed, FSDP and the Megatron-DeepSpeed
+# forks call FlashAttention-2 (the flash-attn package, or PyTorch SDPA's flash backend).
+FLASH_ATTENTION_2 = {"cudnn": "fa2-h100", "fa2-h100": "fa2-h100", "fa2-a100": "fa2-a100"}
 # The share of its benchmark speed a flash kernel keeps inside a training step (other kernels'
 # launches and memory traffic around it, the QKV layout, shorter tails): fitted on the published
-# runs that use flash attention (calibration.fit_attention_in_training; docs/estimates.md).
+# runs that use flash attention and Llama 3's long-context ratio
+# (calibration.fit_attention_in_training; docs/estimates.md).
 IN_TRAINING = 0.45
 BACKWARD_FLOPS = 2.5  # a flash backward's matmuls: S again, dV, dP, dQ, dK (5) against the forward's 2
+
+
+def kernel_for(framework: str, preset_kernel: str) -> str:
+    return preset_kernel if framework == "megatron-lm" else FLASH_ATTENTION_2[preset_kernel]
 
 
 @cache

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from generator.estimate.attention import IN_TRAINING, core_seconds, forward_passes
+from generator.estimate.attention import IN_TRAINING, core_seconds, forward_passes, kernel_for
 from generator.estimate.memory import Layout, fp8_params, rank_params
 from generator.estimate.params import Shape
 from generator.estimate.vectors import maximum, minimum, where
@@ -179,16 +179,18 @@ def gemm_flops_per_token(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
 
 
 def flash_attention_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
-    """Per micro-batch and GPU, the slowest stage: the flash attention core at its kernel's speed
-    (attention.core_seconds) — the causal half of the scores of b·s/cp queries against s keys, the
-    heads split over tp; nothing where the core runs unfused (its GEMMs are in the GEMM time)."""
+    """Per micro-batch and GPU, the slowest stage: the flash attention core at the speed of the
+    kernel the framework runs on that GPU (attention.kernel_for, core_seconds) — the causal half
+    of the scores of b·s/cp queries against s keys, the heads split over tp; nothing where the
+    core runs unfused (its GEMMs are in the GEMM time)."""
     if not layout.flash_attention:
         return 0.0
     s = shape.seq_length
     query = shape.num_attention_heads * shape.head_dim
     computed = 4 * layout.micro_batch_size * s / layout.cp * s * query / layout.tp / 2
-    per_layer = core_seconds(computed, s / layout.cp, layout.cp, forward_passes(layout.recompute),
-                             hw.attention_kernel, hw.peak_tflops, hw.attention_in_training)
+    kernel = kernel_for(layout.framework, hw.attention_kernel)
+    per_layer = core_seconds(computed, s / layout.cp, layout.cp, forward_passes(layout.recompute), kernel,
+                             hw.peak_tflops, hw.attention_in_training)
     return per_layer * slowest_stage_layers(shape, layout)
 
 
