@@ -56,7 +56,7 @@ judge the model and are not used here):
   sequence (Meta's own framework; the interleaving is not stated and moves the model's ratio by
   under 2% over 1-8). Read with the FLOP count of this module (the whole square of scores, as
   Megatron-LM's and NeMo's throughput of the time counted it; with the causal half counted the
-  ratio would be 1.24 in this count). Used for attention.IN_TRAINING only
+  ratio would be 1.19 in this count). Used for attention.IN_TRAINING only
   (fit_attention_in_training), not for the efficiency.
 """
 
