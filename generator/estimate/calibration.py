@@ -284,7 +284,6 @@ def long_context_ratio(attention_in_training: float, vpp: int = LLAMA3_405B_VPP)
     """(published, predicted) per-GPU throughput of Llama 3 405B at seq 131,072 over seq 8192
     (Table 4), at the H100's efficiency fitted with that attention share."""
     from generator import presets
-    from generator.estimate.performance import estimate_performance
     from generator.estimate.plan import hardware_of
 
     efficiency = fit_efficiency([r for r in runs() if r.gpu == H100 and r.fitted], attention_in_training)
