@@ -210,6 +210,8 @@ def _estimates(plan: Plan) -> list[str]:
         *([f"  flash attention core {p.attention_s:.2f} s of the compute (at its kernel's speed for "
            f"{plan.model.seq_length // plan.cp:,}-token calls; a causal mask computes half the scores)"]
           if p.attention_s else []),
+        *([f"  MoE token reordering for the experts (permute, sort and back): {p.moe_permute_s:.2f} s of "
+           f"the memory-bound time"] if p.moe_permute_s else []),
         *([f"  FP8 ({plan.spec.training.fp8_recipe} scaling): linear GEMMs {p.fp8_gemm_speedup:.2f}× "
            f"their bf16 speed; casting their operands {p.fp8_casts_s:.2f} s of the memory-bound time"]
           if p.fp8_gemm_speedup else []),

@@ -617,6 +617,51 @@ def test_the_flex_dispatcher_sends_a_token_once_per_rank_and_once_per_node() -> 
         pytest.approx(moe_dispatch_seconds(mixtral, one_each, hw, 2))
 
 
+def test_moe_tokens_are_reordered_for_their_experts_at_hbm_bandwidth(tmp_path: Path) -> None:
+    """megatron-core's all-to-all dispatcher permutes a token into its top-k copies (k rows read,
+    k written), sorts the received copies by local expert and back (4k, where a rank holds more
+    than one expert) and unpermutes (k read, 1 written): 57 rows of h for Qwen3-235B's top 8 of
+    128 over ep 8, 25 where each rank holds one expert (and for the all-gather dispatcher);
+    DeepEP expands the rows arriving from the ranks a token reaches (2 × (ranks + k)). Forward
+    and backward (and a recompute forward) at HBM bandwidth; nothing in a dense model. For the
+    fine-grained MoE it is about a quarter of the experts' GEMM time, for Mixtral's two wide
+    experts a few percent."""
+    from generator.estimate.performance import (
+        HBM_EFFICIENCY,
+        Hardware,
+        estimate_performance,
+        groups_holding,
+        memory_bound_seconds,
+        moe_permute_rows,
+        moe_permute_seconds,
+    )
+
+    hw = Hardware(989, 0.62, 3.35, 450, 50, 8)
+    qwen = Shape(94, 4096, 64, 4, 12288, 151936, 4096, swiglu=True, num_experts=128, kv_channels=128,
+                 moe_ffn_hidden_size=1536)
+    layout = Layout(tp=1, pp=1, ep=8, dp=8)
+    assert moe_permute_rows(qwen, layout, 8) == 57
+    assert moe_permute_rows(qwen, replace(layout, moe_dispatcher="allgather"), 8) == 25
+    assert moe_permute_rows(qwen, replace(layout, moe_dispatcher="flex"), 8) == \
+        pytest.approx(2 * (groups_holding(8, 128, 8) + 8))
+    assert moe_permute_rows(replace(qwen, num_experts=8), layout, 2) == 2 * 2 + 2 + 1  # one expert a rank
+    seconds = 2 * 57 * 2 * 4096 * 4096 * 94 / (3.35e12 * HBM_EFFICIENCY)  # fwd + bwd, 4096 tokens
+    assert moe_permute_seconds(qwen, layout, hw, 8) == pytest.approx(seconds)
+    assert moe_permute_seconds(qwen, replace(layout, recompute="full"), hw, 8) == pytest.approx(seconds * 3 / 2)
+    assert moe_permute_seconds(replace(qwen, num_experts=None), layout, hw, 8) == 0
+    experts_gemm = 3 * 2 * 3 * 4096 * 1536 * 8 * 4096 * 94 / (989e12 * 0.62)  # routed experts' GEMMs
+    assert 0.2 < seconds / experts_gemm < 0.3
+    p = estimate_performance(qwen, layout, hw, 8, top_k=8)
+    assert p.moe_permute_s == pytest.approx(seconds)
+    assert p.memory_s == pytest.approx(memory_bound_seconds(qwen, layout, hw) + seconds)
+    mixtral = Shape(32, 4096, 32, 8, 14336, 32000, 4096, swiglu=True, num_experts=8)
+    mixtral_gemm = 3 * 2 * 3 * 4096 * 14336 * 2 * 4096 * 32 / (989e12 * 0.62)
+    assert moe_permute_seconds(mixtral, layout, hw, 2) / mixtral_gemm < 0.05
+    data = spec_dict(model={"preset": "mixtral-8x7b"}, parallelism={"tp": 1, "pp": 1, "ep": 8})
+    performance = plan_of(tmp_path, data, "moe.yaml").estimate().to_json()["performance"]
+    assert performance["step_breakdown_s"]["of_memory_bound_moe_permute"] > 0
+
+
 def test_a_data_parallel_group_inside_one_node_communicates_over_nvlink(tmp_path: Path) -> None:
     """FSDP on one node of 8 H100s gathers and reduces over NVLink (450 GB/s), not the inter-node
     link (50 GB/s): without hybrid sharding the one-node job was costed as if it left the node."""

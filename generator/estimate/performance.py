@@ -68,6 +68,7 @@ class Performance:
     attention_s: float = 0.0  # of compute_s: the flash attention core at its kernel's speed
     fp8_casts_s: float = 0.0  # of memory_s: quantizing the FP8 GEMMs' operands
     fp8_gemm_speedup: float | None = None  # FP8 linear GEMMs against bf16 (None: no FP8 GEMMs)
+    moe_permute_s: float = 0.0  # of memory_s: reordering the MoE layers' tokens for their experts
 
     @property
     def tokens_per_s(self) -> float:
@@ -228,7 +229,8 @@ def fp8_cast_bytes(shape: Shape, layout: Layout, top_k: int | None = None) -> fl
 def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     """Per micro-batch and GPU: elementwise and softmax traffic at HBM bandwidth. Flash attention
     never writes the s² scores; the passes are forward, backward (2×) and what recompute repeats.
-    (An FP8 run's operand casts are fp8_cast_seconds, which the step adds to this.)"""
+    (An FP8 run's operand casts are fp8_cast_seconds and an MoE model's token reordering
+    moe_permute_seconds, which the step adds to this.)"""
     s = shape.seq_length / layout.cp
     b, h, t = layout.micro_batch_size, shape.hidden_size, layout.tp
     replicated = ELEMENTWISE_REPLICATED / (t if layout.sequence_parallel else 1)
@@ -272,7 +274,8 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     attention = flash_attention_seconds(shape, layout, hw) * m
     compute = gemms + attention
     casts = fp8_cast_seconds(shape, layout, hw, top_k) * m
-    memory = memory_bound_seconds(shape, layout, hw) * m + casts
+    permute = moe_permute_seconds(shape, layout, hw, top_k) * m
+    memory = memory_bound_seconds(shape, layout, hw) * m + casts + permute
     bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
     # TP: 2 all-reduces forward and 2 backward per layer (2 more forward with full recompute),
     # each of b·s·h 16-bit values; a ring moves 2(t−1)/t of it per GPU.
@@ -348,7 +351,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
                        pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops, moe_comm,
-                       attention, casts, fp8_gemm_speedup(hw) if fp8_gemms(layout, hw) else None)
+                       attention, casts, fp8_gemm_speedup(hw) if fp8_gemms(layout, hw) else None, permute)
 
 
 def gradient_bytes(layout: Layout) -> int:
@@ -379,11 +382,8 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     Routing is taken as uniform over the experts."""
     if not shape.num_experts:
         return 0.0
-    tokens = layout.micro_batch_size * shape.seq_length / layout.cp
-    if layout.sequence_parallel:
-        tokens /= layout.tp
     k, h = top_k or 1, shape.hidden_size
-    per_copy = 2 * tokens * h  # bytes: every token once
+    per_copy = 2 * moe_tokens(shape, layout) * h  # bytes: every token once
     alltoall = per_copy * k * (layout.ep - 1) / layout.ep / (link_gbps(layout, "ep", hw) * 1e9)
     allgather = per_copy * (layout.etp * layout.ep - layout.etp) / (link_gbps(layout, "tp_ep", hw) * 1e9)
     ranks = groups_holding(layout.ep, shape.num_experts, k) * (layout.ep - 1) / layout.ep
@@ -395,9 +395,49 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     seconds = where(layout.moe_dispatcher == "allgather", allgather,
                     where(layout.moe_dispatcher == "flex", flex, alltoall))
     exchanges = where(layout.recompute == "full", 6, 4)
-    moe_share = (shape.num_layers - shape.moe_dense_layers) / shape.num_layers
-    moe_layers = slowest_stage_layers(shape, layout) * moe_share
-    return exchanges * seconds * moe_layers
+    return exchanges * seconds * moe_stage_layers(shape, layout)
+
+
+def moe_tokens(shape: Shape, layout: Layout) -> float:
+    """The tokens an MoE layer routes on one rank per micro-batch: b·s/cp, split over tp with
+    sequence parallelism."""
+    tokens = layout.micro_batch_size * shape.seq_length / layout.cp
+    return tokens / layout.tp if layout.sequence_parallel else tokens
+
+
+def moe_stage_layers(shape: Shape, layout: Layout) -> float:
+    """The MoE layers of the slowest stage (the dense first layers spread like the rest)."""
+    moe = shape.num_layers - shape.moe_dense_layers
+    return slowest_stage_layers(shape, layout) * moe / shape.num_layers
+
+
+def moe_permute_rows(shape: Shape, layout: Layout, top_k: int | None) -> float:
+    """Rows of h (16-bit) an MoE layer reads and writes per routed token forward, reordering tokens
+    for the experts and back (megatron-core's token dispatchers), each move reading and writing
+    every row it touches:
+    - alltoall: permute into top-k copies (k read, k written), sort the received copies by local
+      expert and back (sort_chunks_by_idxs, where a rank holds more than one expert: 4k), and
+      unpermute, the k results summed into the token (k read, 1 written);
+    - flex (DeepEP): the rows arriving from the ranks a token reaches expanded into its local
+      experts' copies and summed back (2 × (ranks + k));
+    - allgather: permute and unpermute as alltoall's, no sort.
+    The backward moves the gradients the same way."""
+    k = top_k or 1
+    sort = where(shape.num_experts / layout.ep > 1, 4 * k, 0)
+    ranks = groups_holding(layout.ep, shape.num_experts, k)
+    return where(layout.moe_dispatcher == "flex", 2 * (ranks + k),
+                 where(layout.moe_dispatcher == "allgather", 0, sort) + 2 * k + k + 1)
+
+
+def moe_permute_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
+    """Per micro-batch and GPU: the MoE layers' token reordering (moe_permute_rows) at HBM
+    bandwidth, forward, backward, and forward again under full recompute; nothing in a dense
+    model."""
+    if not shape.num_experts:
+        return 0.0
+    passes = where(layout.recompute == "full", 3, 2)
+    moved = 2 * shape.hidden_size * moe_permute_rows(shape, layout, top_k) * moe_tokens(shape, layout)
+    return passes * moved * moe_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
 
 
 def groups_holding(groups: int, experts: int, k: int) -> float:
