@@ -159,15 +159,14 @@ def calibration_table() -> str:
         H100,
         attention_errors,
         band,
-        fit_efficiency,
         fit_fp8_gemm_efficiency,
         fp8_pair,
+        generation_efficiency,
         generations,
         leave_one_out,
         long_context_ratio,
         median_abs_error,
         predict,
-        runs,
     )
     from generator.estimate.performance import FP8_GEMM_EFFICIENCY
 
@@ -182,7 +181,7 @@ def calibration_table() -> str:
         fitted = [r for r in rows if r.run.fitted]
         efficiency = presets.gpus()[gpu]["efficiency"]
         if fitted:
-            fit = fit_efficiency([r.run for r in fitted])
+            fit = generation_efficiency(gpu)
             notes.append(f"{gpu} ({len(fitted)} fitted runs): efficiency {fit:.3f} fitted on all of them "
                          f"(the preset: {efficiency:.2f}); each fitted run predicted with the constant "
                          f"fitted on the others: median error {median_abs_error(fitted):.1%}, largest "
@@ -191,7 +190,7 @@ def calibration_table() -> str:
             notes.append(f"{gpu}: no fitted runs; its assumed efficiency {efficiency:.2f} is checked "
                          f"(median error {median_abs_error(rows):.1%}), no band is reported.")
     bf16, fp8 = fp8_pair()
-    h100 = fit_efficiency([r for r in runs() if r.gpu == H100 and r.fitted])
+    h100 = generation_efficiency(H100)
     published, predicted = bf16.step_time_s / fp8.step_time_s, predict(bf16, h100) / predict(fp8, h100)
     notes.append(f"FP8: the linear GEMMs reach {fit_fp8_gemm_efficiency():.3f} of the bf16 GEMMs' efficiency "
                  f"on the FP8 peak (the constant: {FP8_GEMM_EFFICIENCY}), fitted on the Llama-3-70B "

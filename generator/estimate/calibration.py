@@ -65,6 +65,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import replace
+from functools import cache
 
 from generator.estimate.attention import IN_TRAINING
 from generator.estimate.memory import Layout
@@ -264,6 +265,13 @@ def fit_efficiency(fitted: list[Run], attention_in_training: float = IN_TRAINING
     return (low + high) / 2
 
 
+@cache
+def generation_efficiency(gpu: str, attention_in_training: float = IN_TRAINING) -> float:
+    """The efficiency fitted on all the fitted runs of a generation (cached: the fits of the
+    attention share and the FP8 constant, and the docs, ask for it again)."""
+    return fit_efficiency([r for r in runs() if r.gpu == gpu and r.fitted], attention_in_training)
+
+
 ATTENTION_GRID = [x / 100 for x in range(30, 85, 5)]
 
 
@@ -271,13 +279,9 @@ def attention_errors(attention_in_training: float) -> list[float]:
     """The log throughput errors of the runs with flash attention, with each generation's
     efficiency fitted on its fitted runs at that share (the FP8 run aside: it fits its own
     constant)."""
-    out = []
-    for gpu in generations():
-        of_gpu = [r for r in runs() if r.gpu == gpu]
-        efficiency = fit_efficiency([r for r in of_gpu if r.fitted], attention_in_training)
-        out += [math.log(r.step_time_s / predict(r, efficiency, attention_in_training=attention_in_training))
-                for r in of_gpu if r.layout.flash_attention and r.layout.precision != "fp8"]
-    return out
+    return [math.log(r.step_time_s / predict(r, generation_efficiency(r.gpu, attention_in_training),
+                                             attention_in_training=attention_in_training))
+            for r in runs() if r.layout.flash_attention and r.layout.precision != "fp8"]
 
 
 def long_context_ratio(attention_in_training: float, vpp: int = LLAMA3_405B_VPP) -> tuple[float, float]:
@@ -286,8 +290,8 @@ def long_context_ratio(attention_in_training: float, vpp: int = LLAMA3_405B_VPP)
     from generator import presets
     from generator.estimate.plan import hardware_of
 
-    efficiency = fit_efficiency([r for r in runs() if r.gpu == H100 and r.fitted], attention_in_training)
-    hw = replace(hardware_of(presets.gpus()[H100], "bf16", 8), efficiency=efficiency,
+    hw = replace(hardware_of(presets.gpus()[H100], "bf16", 8),
+                 efficiency=generation_efficiency(H100, attention_in_training),
                  attention_in_training=attention_in_training)
     figures = []
     for _gpus, cp, dp, seq, tflops in LLAMA3_405B_TABLE4:
@@ -326,7 +330,7 @@ def fit_fp8_gemm_efficiency() -> float:
     FP8-over-bf16 speed-up of the pair, with the H100's fitted efficiency (bisection: the FP8
     run's predicted time falls as it rises)."""
     bf16, fp8 = fp8_pair()
-    efficiency = fit_efficiency([r for r in runs() if r.gpu == H100 and r.fitted])
+    efficiency = generation_efficiency(H100)
     published = bf16.step_time_s / fp8.step_time_s
     bf16_s = predict(bf16, efficiency)
     low, high = 0.3, 1.0

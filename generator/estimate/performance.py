@@ -112,9 +112,16 @@ def step_flops(shape: Shape, global_batch: int, recompute: str,
     """(model FLOPs, hardware FLOPs) of one optimizer step."""
     forward, core = forward_flops_per_token(shape, top_k)
     tokens = global_batch * shape.seq_length
-    model = 3 * forward * tokens
-    extra = where(recompute == "full", forward, where(recompute == "selective", 3 * core, 0.0))
-    return model, model + extra * tokens
+    layers, attention_core = hardware_passes(recompute)
+    return 3 * forward * tokens, (layers * (forward - core) + attention_core * core) * tokens
+
+
+def hardware_passes(recompute: str) -> tuple[int, int]:
+    """How many forwards' worth of FLOPs a step runs, (of the GEMMs outside the attention core,
+    of the attention core): forward and backward (3), a whole forward more under full recompute,
+    and the attention core twice over under selective recompute (s/(6h) → s/(3h))."""
+    core = where(recompute == "full", 4, where(recompute == "selective", 6, 3))
+    return where(recompute == "full", 4, 3), core
 
 
 def iteration_time(hardware_flops: float, gpus: int, tflops_per_gpu: float) -> float:
@@ -167,16 +174,14 @@ def gemm_flops_per_token(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     """Hardware FLOPs per token a step runs as GEMMs, in bf16-equivalents (an FP8 run's linear
     GEMMs count 1/speed-up of theirs): the linear layers and the logits, forward, backward (2×) and
     again forward under full recompute; the attention core too where no flash kernel runs it
-    (unfused attention's batched GEMMs, with what recompute runs again of it: step_flops)."""
+    (unfused attention's batched GEMMs, with what recompute runs again of it: hardware_passes)."""
     forward, core = forward_flops_per_token(shape, top_k)
     logits = 2 * shape.vocab_size * shape.hidden_size
     linear = forward - core - logits
     if fp8_gemms(layout, hw):  # the linear GEMMs in FP8, the logits in bf16
         linear = linear / fp8_gemm_speedup(hw)
-    passes = where(layout.recompute == "full", 4, 3)
-    unfused = 0.0 if layout.flash_attention else \
-        core * where(layout.recompute == "full", 4, where(layout.recompute == "selective", 6, 3))
-    return passes * (linear + logits) + unfused
+    layers, attention_core = hardware_passes(layout.recompute)
+    return layers * (linear + logits) + (0.0 if layout.flash_attention else attention_core * core)
 
 
 def flash_attention_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
@@ -240,7 +245,12 @@ def memory_bound_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     passes = where(layout.recompute == "full", 4, 3)
     extra_scores = where(layout.recompute == "selective", scores, 0.0)
     per_layer = passes * (elementwise + scores) + extra_scores
-    return per_layer * slowest_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
+    return hbm_seconds(per_layer * slowest_stage_layers(shape, layout), hw)
+
+
+def hbm_seconds(moved_bytes: float, hw: Hardware) -> float:
+    """Seconds to move bytes through HBM at the share of its bandwidth memory-bound kernels reach."""
+    return moved_bytes / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
 
 
 def fp8_cast_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
@@ -249,8 +259,8 @@ def fp8_cast_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | No
     if not fp8_gemms(layout, hw):
         return 0.0
     tokens = layout.micro_batch_size * shape.seq_length / layout.cp
-    return tokens * fp8_cast_bytes(shape, layout, top_k) * slowest_stage_layers(shape, layout) / \
-        (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
+    per_token = fp8_cast_bytes(shape, layout, top_k)
+    return hbm_seconds(tokens * per_token * slowest_stage_layers(shape, layout), hw)
 
 
 def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int,
@@ -437,7 +447,7 @@ def moe_permute_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int |
         return 0.0
     passes = where(layout.recompute == "full", 3, 2)
     moved = 2 * shape.hidden_size * moe_permute_rows(shape, layout, top_k) * moe_tokens(shape, layout)
-    return passes * moved * moe_stage_layers(shape, layout) / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
+    return hbm_seconds(passes * moved * moe_stage_layers(shape, layout), hw)
 
 
 def groups_holding(groups: int, experts: int, k: int) -> float:
