@@ -156,6 +156,7 @@ def calibration_table() -> str:
     from generator.estimate.attention import IN_TRAINING
     from generator.estimate.calibration import (
         ATTENTION_GRID,
+        GENERATION,
         H100,
         attention_errors,
         band,
@@ -167,6 +168,7 @@ def calibration_table() -> str:
         long_context_ratio,
         median_abs_error,
         predict,
+        uncertainty,
     )
     from generator.estimate.performance import FP8_GEMM_EFFICIENCY
 
@@ -182,10 +184,16 @@ def calibration_table() -> str:
         efficiency = presets.gpus()[gpu]["efficiency"]
         if fitted:
             fit = generation_efficiency(gpu)
-            notes.append(f"{gpu} ({len(fitted)} fitted runs): efficiency {fit:.3f} fitted on all of them "
-                         f"(the preset: {efficiency:.2f}); each fitted run predicted with the constant "
-                         f"fitted on the others: median error {median_abs_error(fitted):.1%}, largest "
-                         f"{band(rows):.0%} (the preset's uncertainty band).")
+            same = [name for name, of in GENERATION.items() if of == gpu]
+            note = (f"{gpu}{''.join(f', {name}' for name in same)} ({len(fitted)} fitted runs): "
+                    f"efficiency {fit:.3f} fitted on all of them (the presets: {efficiency:.2f}); each "
+                    f"fitted run predicted with the constant fitted on the others: median error "
+                    f"{median_abs_error(fitted):.1%}, largest {band(rows):.0%}")
+            if uncertainty(gpu) == band(rows):
+                notes.append(f"{note} (the presets' uncertainty band).")
+            else:
+                notes.append(f"{note}; all its fitted runs train one model, so the presets report the widest "
+                             f"band of the generations fitted on several models, {uncertainty(gpu):.0%}.")
         else:
             notes.append(f"{gpu}: no fitted runs; its assumed efficiency {efficiency:.2f} is checked "
                          f"(median error {median_abs_error(rows):.1%}), no band is reported.")

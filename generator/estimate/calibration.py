@@ -58,6 +58,27 @@ judge the model and are not used here):
   Megatron-LM's and NeMo's throughput of the time counted it; with the causal half counted the
   ratio would be 1.19 in this count). Used for attention.IN_TRAINING only
   (fit_attention_in_training), not for the efficiency.
+- MLPerf Training v5.0 (MLCommons, 2025; github.com/mlcommons/training_results_v5.0), closed
+  division, llama31_405b: Llama 3.1 405B pre-training at seq 8192 with NeMo on megatron-core, FP8
+  (Transformer Engine's delayed scaling, E4M3, FP8 parameter gathers), no recompute, sequence
+  parallelism, the distributed optimizer with both data-parallel overlaps, --tp-comm-overlap,
+  micro batch 1, the embedding and the loss counted in the pipeline split (ASYM_PP_EMBED,
+  ASYM_PP_LOSS: 15 layers on the first and the last stage), CUDA graphs on GB200. The layout is
+  each submission's config_<system>_<nodes>x<gpus>x<minibs>xtp…pp…cp….sh (MINIBS, the global
+  batch over dp, and the logs' global_batch_size agree); the step time is the median of the
+  train_step_time the result_*.txt logs print for every step of the submission's runs. GB200
+  (NVIDIA's tyche and IBM/CoreWeave's carina clusters, 4-GPU trays: data-parallel collectives
+  leave the tray) fits the B200/GB200 generation; the H100 runs (NVIDIA's eos, DGX H100) and
+  Nebius's H200 runs are checked against the H100 generation, not fitted (runs the model has
+  not seen: the FP8 constant comes from the Fujii pair).
+- MLPerf Training v4.1 (MLCommons, 2024; github.com/mlcommons/training_results_v4.1), gpt3:
+  GPT-3 175B (96 layers, h 12288, 96 heads, seq 2048, the reference's 50,257-token vocabulary)
+  with NeMo, FP8 (delayed scaling, hybrid format), t 4, p 8, micro batch 2, no recompute,
+  sequence parallelism, the distributed optimizer, --tp-comm-overlap; the interleaving and
+  MINIBS from each config (INTERLEAVED_PIPELINE), the step time the median of the logs'
+  "train_step_timing in s". NVIDIA's B200 preview (8 HGX B200 nodes) is checked against the
+  B200/GB200 generation (a second model there, not fitted), NVIDIA's (eos) and Oracle's H100
+  runs against the H100 generation.
 """
 
 from __future__ import annotations
@@ -115,8 +136,47 @@ FSDP_LLAMA2_7B = (128, 3700)
 # Llama 3 405B (Table 4): GPUs, cp, dp, seq, TFLOP/s per GPU (t 8, p 16, 16M tokens a batch)
 LLAMA3_405B_TABLE4 = [(8192, 1, 64, 8192, 430), (16384, 16, 4, 131072, 380)]
 LLAMA3_405B_VPP = 2  # not stated; the ratio moves under 2% over 1-8
+# MLPerf Training v5.0, llama31_405b: submitter and system (results/<system>), GPU preset, GPUs a
+# node, GPUs, t, p, cp, vpp, global batch, median train_step_time (s)
+MLPERF_V50_LLAMA31_405B = [
+    ("NVIDIA eos-dfw_n64", "h100-80gb", 8, 512, 8, 8, 2, 8, 1152, 55.134),
+    ("NVIDIA eos-dfw_n256", "h100-80gb", 8, 2048, 8, 8, 2, 8, 1152, 14.220),
+    ("NVIDIA eos-dfw_n304", "h100-80gb", 8, 2432, 8, 8, 2, 8, 1216, 12.729),
+    ("NVIDIA eos-dfw_n320", "h100-80gb", 8, 2560, 8, 8, 2, 8, 1120, 11.174),
+    ("NVIDIA eos-dfw_n1024", "h100-80gb", 8, 8192, 8, 8, 2, 8, 1536, 5.180),
+    ("Nebius 8xH200_n64", "h200-141gb", 8, 512, 4, 8, 2, 8, 1152, 50.016),
+    ("Nebius 8xH200_n128", "h200-141gb", 8, 1024, 4, 8, 2, 8, 1152, 25.356),
+    ("NVIDIA tyche_ngpu256", "gb200", 4, 256, 4, 8, 2, 8, 448, 19.144),
+    ("NVIDIA tyche_ngpu512", "gb200", 4, 512, 4, 8, 2, 8, 896, 19.474),
+    ("IBM+CoreWeave carina_ngpu512", "gb200", 4, 512, 4, 8, 2, 8, 896, 19.314),
+    ("IBM+CoreWeave carina_ngpu1024", "gb200", 4, 1024, 4, 8, 2, 8, 768, 8.448),
+    ("IBM+CoreWeave carina_ngpu1536", "gb200", 4, 1536, 4, 8, 2, 8, 1152, 8.505),
+    ("IBM+CoreWeave carina_ngpu2048", "gb200", 4, 2048, 4, 8, 2, 8, 1280, 7.164),
+    ("IBM+CoreWeave carina_ngpu2496", "gb200", 4, 2496, 4, 8, 2, 8, 1248, 5.827),
+]
+# MLPerf Training v4.1, gpt3 (t 4, p 8, micro batch 2): submitter and system, GPU preset, GPUs,
+# vpp, global batch, median train step (s)
+MLPERF_V41_GPT3 = [
+    ("NVIDIA b200_n8_preview", "b200", 64, 6, 2048, 36.233),
+    ("NVIDIA eos_n32", "h100-80gb", 256, 6, 2048, 18.378),
+    ("NVIDIA eos_n64", "h100-80gb", 512, 6, 2048, 9.500),
+    ("Oracle 1536xBM.GPU.H100.8", "h100-80gb", 1536, 4, 3072, 5.167),
+    ("Oracle 3072xBM.GPU.H100.8", "h100-80gb", 3072, 4, 3072, 3.064),
+]
 A100 = "a100-80gb"
 H100 = "h100-80gb"
+GB200 = "gb200"
+# GPU presets of one generation (the same GEMM peak per clock; memory, bandwidth and, for GB200,
+# the clock differ and stay each preset's): their runs are fitted and checked together, under
+# the generation's first preset, whose efficiency and band the others take
+GENERATION = {"a100-40gb": A100, "h200-141gb": H100, "b200": GB200}
+
+
+def llama31_405b_shape(seq: int, vocab: int = 128256) -> Shape:
+    """Llama 3.1 405B: 126 layers, h 16384, 128 heads, 8 KV groups, SwiGLU FFN 53248, RMSNorm,
+    RoPE, no biases, untied embeddings (vocab: 128,256, or Megatron's padding of it)."""
+    return Shape(126, 16384, 128, 8, 53248, vocab, seq, swiglu=True, rmsnorm=True, bias=False,
+                 learned_positions=False, tie_embeddings=False)
 
 
 @value
@@ -136,6 +196,10 @@ class Run:
     @property
     def gpus(self) -> int:
         return self.layout.tp * self.layout.pp * self.layout.cp * self.layout.dp
+
+    @property
+    def generation(self) -> str:
+        return GENERATION.get(self.gpu, self.gpu)
 
 
 @value
@@ -231,7 +295,29 @@ def runs() -> list[Run]:
                    shape, _layout(1, 1, 1, gpus, micro * gpus, micro, recompute="none", sharding="zero3",
                                   framework="fsdp", precision="bf16", flash_attention=True),
                    micro * gpus, micro * gpus * shape.seq_length / (tokens_per_gpu * gpus), fitted=False))
+    for system, gpu, per_node, gpus, t, p, cp, vpp, batch, seconds in MLPERF_V50_LLAMA31_405B:
+        dp = gpus // (t * p * cp)
+        layout = Layout(tp=t, pp=p, cp=cp, vpp=vpp, dp=dp, num_microbatches=batch // dp,
+                        sequence_parallel=True, sharding="distributed_optimizer", precision="fp8",
+                        tp_comm_overlap=True, overlap_p2p_comm=True, first_stage_layers=15,
+                        last_stage_layers=15)
+        out.append(Run(f"MLPerf 405B {system}", "MLPerf Training v5.0, llama31_405b", gpu,
+                       llama31_405b_shape(8192, padded_vocab(128256, t)), layout, batch, seconds,
+                       fitted=gpu == GB200, gpus_per_node=per_node))
+    for system, gpu, gpus, vpp, batch, seconds in MLPERF_V41_GPT3:
+        dp = gpus // 32
+        layout = Layout(tp=4, pp=8, vpp=vpp, dp=dp, micro_batch_size=2, num_microbatches=batch // (2 * dp),
+                        sequence_parallel=True, sharding="distributed_optimizer", precision="fp8",
+                        tp_comm_overlap=True, overlap_p2p_comm=True)
+        out.append(Run(f"MLPerf GPT-3 {system}", "MLPerf Training v4.1, gpt3", gpu,
+                       Shape(96, 12288, 96, 96, 4 * 12288, padded_vocab(50257, 4), 2048), layout, batch,
+                       seconds, fitted=False))
     return out
+
+
+def padded_vocab(vocab: int, tp: int) -> int:
+    """Megatron's (and NeMo's) vocabulary padding: a multiple of 128 × t."""
+    return -(-vocab // (128 * tp)) * 128 * tp
 
 
 def predict(run: Run, efficiency: float, fp8_gemm_efficiency: float = FP8_GEMM_EFFICIENCY,
@@ -269,7 +355,7 @@ def fit_efficiency(fitted: list[Run], attention_in_training: float = IN_TRAINING
 def generation_efficiency(gpu: str, attention_in_training: float = IN_TRAINING) -> float:
     """The efficiency fitted on all the fitted runs of a generation (cached: the fits of the
     attention share and the FP8 constant, and the docs, ask for it again)."""
-    return fit_efficiency([r for r in runs() if r.gpu == gpu and r.fitted], attention_in_training)
+    return fit_efficiency([r for r in runs() if r.generation == gpu and r.fitted], attention_in_training)
 
 
 ATTENTION_GRID = [x / 100 for x in range(30, 85, 5)]
@@ -279,7 +365,7 @@ def attention_errors(attention_in_training: float) -> list[float]:
     """The log throughput errors of the runs with flash attention, with each generation's
     efficiency fitted on its fitted runs at that share (the FP8 run aside: it fits its own
     constant)."""
-    return [math.log(r.step_time_s / predict(r, generation_efficiency(r.gpu, attention_in_training),
+    return [math.log(r.step_time_s / predict(r, generation_efficiency(r.generation, attention_in_training),
                                              attention_in_training=attention_in_training))
             for r in runs() if r.layout.flash_attention and r.layout.precision != "fp8"]
 
@@ -295,9 +381,7 @@ def long_context_ratio(attention_in_training: float, vpp: int = LLAMA3_405B_VPP)
                  attention_in_training=attention_in_training)
     figures = []
     for _gpus, cp, dp, seq, tflops in LLAMA3_405B_TABLE4:
-        # 126 layers, h 16384, 128 heads, 8 KV groups, SwiGLU FFN 53248, V 128,256
-        shape = Shape(126, 16384, 128, 8, 53248, 128256, seq, swiglu=True, rmsnorm=True, bias=False,
-                      learned_positions=False, tie_embeddings=False)
+        shape = llama31_405b_shape(seq)
         batch = 16 * 2**20 // seq
         layout = Layout(tp=8, pp=16, cp=cp, dp=dp, vpp=vpp, num_microbatches=batch // dp,
                         sequence_parallel=True, sharding="distributed_optimizer", overlap_p2p_comm=True)
@@ -349,7 +433,7 @@ def leave_one_out(gpu: str = A100) -> list[Row]:
     runs, with its preset's assumed efficiency)."""
     from generator import presets
 
-    of_gpu = [r for r in runs() if r.gpu == gpu]
+    of_gpu = [r for r in runs() if r.generation == gpu]
     fitted = [r for r in of_gpu if r.fitted]
     rows = []
     for run in of_gpu:
@@ -411,8 +495,8 @@ def readme_brackets() -> list[Bracket]:
 
 
 def generations() -> list[str]:
-    """The GPU presets with published runs, in table order."""
-    return list(dict.fromkeys(r.gpu for r in runs()))
+    """The generations with published runs (their first presets), in table order."""
+    return list(dict.fromkeys(r.generation for r in runs()))
 
 
 def median_abs_error(rows: list[Row]) -> float:
@@ -423,3 +507,20 @@ def band(rows: list[Row]) -> float:
     """The uncertainty an estimate reports: the largest leave-one-out throughput error of the
     fitted runs (rounded up to a whole percent)."""
     return math.ceil(100 * max(abs(r.error) for r in rows if r.run.fitted)) / 100
+
+
+def models(rows: list[Row]) -> int:
+    """How many models (layers × hidden size) the fitted runs train."""
+    return len({(r.run.shape.num_layers, r.run.shape.hidden_size) for r in rows if r.run.fitted})
+
+
+@cache
+def uncertainty(generation: str) -> float:
+    """A generation's band (gpus.yaml's uncertainty): its own where its fitted runs train several
+    models; where they all train one (a single workload at several scales cannot show how the
+    error moves from model to model), at least the widest band of the generations fitted on
+    several models."""
+    rows = leave_one_out(generation)
+    if models(rows) > 1:
+        return band(rows)
+    return max([band(rows), *(band(leave_one_out(g)) for g in generations() if models(leave_one_out(g)) > 1)])

@@ -235,7 +235,8 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
 
 def alternatives(shape: Shape, layout: Layout, capacity_gib: float,
                  gpus_per_node: int) -> list[tuple[str, Memory]]:
-    """The cheapest single changes that reduce memory, each with its new estimate, best first."""
+    """The cheapest single changes that reduce memory, each with its new estimate, best first
+    (a larger tp only inside an NVLink domain of gpus_per_node GPUs)."""
     options: list[tuple[str, Layout]] = []
     if layout.recompute == "none":
         options.append(("selective recompute", replace(layout, recompute="selective")))

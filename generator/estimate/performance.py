@@ -39,7 +39,7 @@ class Hardware:
     hbm_tbps: float  # memory bandwidth, TB/s (memory-bound elementwise and softmax work)
     intranode_gbps: float  # per GPU and direction, GB/s (NVLink)
     internode_gbps: float  # per GPU, GB/s (InfiniBand / RoCE)
-    gpus_per_node: int
+    gpus_per_node: int  # the GPUs one NVLink domain joins (a node; GB200 NVL72's rack of trays)
     fp8_peak_tflops: float | None = None  # dense FP8 peak (None: no FP8 tensor cores)
     fp8_gemm_efficiency: float = FP8_GEMM_EFFICIENCY
     attention_kernel: str = "cudnn"  # the flash attention kernel's published speed (attention.KERNELS)
@@ -341,16 +341,15 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         1 if fp8_params(layout.precision, layout.sharding) else \
         2 if layout.sharding == "distributed_optimizer" else grad_bytes
     reduce, gather = per_byte * grad_bytes, per_byte * gather_bytes
-    # what the files overlap: the reduce-scatter (or all-reduce) with the last micro-batch's
-    # backward (--overlap-grad-reduce, ZeRO's overlap_comm, FSDP); the distributed optimizer's
-    # parameter all-gather with the next step's first forward (--overlap-param-gather, written
-    # with it); at least one layer's share stays exposed
-    forward_s, backward_s = compute / 3 / m, compute * 2 / 3 / m  # one micro-batch's
+    # what the files overlap: the reduce-scatter (or all-reduce) with the backward pass still to
+    # run (--overlap-grad-reduce, ZeRO's overlap_comm, FSDP); the distributed optimizer's parameter
+    # all-gather with the next step's forward (--overlap-param-gather, written with it)
+    forward_s, backward_s = compute / 3 / m, compute * 2 / 3 / m  # one micro-batch's, all chunks
     if layout.sharding == "distributed_optimizer":
-        overlapped = maximum(reduce - backward_s, reduce / shape.num_layers) + \
-            maximum(gather - forward_s, gather / shape.num_layers)
+        overlapped = exposed_data_parallel(reduce, backward_s, layout, shape.num_layers) + \
+            exposed_data_parallel(gather, forward_s, layout, shape.num_layers)
     else:
-        overlapped = maximum(reduce + gather - backward_s, (reduce + gather) / shape.num_layers)
+        overlapped = exposed_data_parallel(reduce + gather, backward_s, layout, shape.num_layers)
     dp_comm = where(layout.overlap_grad_reduce, overlapped, reduce + gather)
     zero3 = 0.0
     if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
@@ -459,6 +458,21 @@ def groups_holding(groups: int, experts: int, k: int) -> float:
     for i in range(k):
         none = none * maximum(outside - i, 0.0) / (experts - i)
     return groups * (1 - none)
+
+
+def exposed_data_parallel(traffic, one_pass, layout: Layout, num_layers: int):
+    """What of an overlapped data-parallel collective stays out from under the compute (one_pass:
+    one micro-batch's backward, or forward, through all of a stage's chunks). megatron-core
+    starts a model chunk's gradient reduction once its last micro-batch has passed it backward
+    (and gathers a chunk's parameters ahead of its first forward), one chunk after another on the
+    link. Without interleaving the reduction hides under the last micro-batch's backward. With vpp
+    chunks the interleaved schedule ends on each chunk's last pp micro-batches in turn, so after
+    the first chunk's reduction starts (vpp − 1) × pp chunk passes remain to hide the rest, and
+    the last chunk's own share hides only under its own pass: the larger of the two stays out, and
+    at least one layer's share (the last bucket)."""
+    vpp = layout.vpp
+    window = ((vpp - 1) * layout.pp + 1) * one_pass / vpp
+    return maximum(maximum(traffic - window, (traffic - one_pass) / vpp), traffic / num_layers)
 
 
 # Each communication group as (stride, size): its ranks lie stride apart in megatron-core's rank

@@ -131,6 +131,12 @@ def layout_of(plan) -> Layout:
                        first_stage_layers=split[0], last_stage_layers=split[1])
 
 
+def nvlink_gpus(gpu: dict, gpus_per_node: int) -> int:
+    """The GPUs one NVLink domain joins: the node, or more where the preset's domain spans
+    several nodes (gpus.yaml's nvlink_gpus: GB200 NVL72's 18 trays of 4 GPUs)."""
+    return max(gpus_per_node, gpu.get("nvlink_gpus") or 0)
+
+
 def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | None:
     if not gpu.get("bf16_tflops") or not gpu.get("efficiency"):
         return None
@@ -138,7 +144,7 @@ def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | Non
     # DeepSeek-V3 report MFU), their GEMM gain is in the step time
     peak = gpu["bf16_tflops"] / (2 if precision == "fp32" else 1)
     return Hardware(peak, gpu["efficiency"], gpu["hbm_tbps"], gpu["intranode_gbps"],
-                    gpu["internode_gbps"], gpus_per_node, gpu.get("fp8_tflops"),
+                    gpu["internode_gbps"], nvlink_gpus(gpu, gpus_per_node), gpu.get("fp8_tflops"),
                     attention_kernel=gpu["attention"])
 
 
@@ -161,7 +167,8 @@ def estimate_plan(plan) -> Estimate:
     memory = estimate_memory(shape, layout, capacity)
     others: tuple = ()
     if memory.fits is False:
-        others = tuple(alternatives(shape, layout, capacity, plan.spec.cluster.gpus_per_node)[:4])
+        reach = nvlink_gpus(plan.gpu, plan.spec.cluster.gpus_per_node)
+        others = tuple(alternatives(shape, layout, capacity, reach)[:4])
     hw = hardware_of(plan.gpu, plan.spec.training.precision, plan.spec.cluster.gpus_per_node)
     performance = None if hw is None else estimate_performance(
         shape, layout, hw, plan.global_batch_size, plan.model.moe_top_k)
