@@ -79,6 +79,10 @@ judge the model and are not used here):
   "train_step_timing in s". NVIDIA's B200 preview (8 HGX B200 nodes) is checked against the
   B200/GB200 generation (a second model there, not fitted), NVIDIA's (eos) and Oracle's H100
   runs against the H100 generation.
+- MLPerf Training v5.1 (github.com/mlcommons/training_results_v5.1), llama31_405b: the
+  University of Florida's runs on 32 and 56 DGX B200 nodes with NVIDIA's config
+  (config_DGXB200_64x8x144xtp4pp8cp2_cg.sh, nodes as run: MINIBS 144 × dp; FP8 with current
+  scaling, FP8_RECIPE=tensorwise; otherwise as the v5.0 runs), checked against B200/GB200.
 """
 
 from __future__ import annotations
@@ -136,23 +140,27 @@ FSDP_LLAMA2_7B = (128, 3700)
 # Llama 3 405B (Table 4): GPUs, cp, dp, seq, TFLOP/s per GPU (t 8, p 16, 16M tokens a batch)
 LLAMA3_405B_TABLE4 = [(8192, 1, 64, 8192, 430), (16384, 16, 4, 131072, 380)]
 LLAMA3_405B_VPP = 2  # not stated; the ratio moves under 2% over 1-8
-# MLPerf Training v5.0, llama31_405b: submitter and system (results/<system>), GPU preset, GPUs a
-# node, GPUs, t, p, cp, vpp, global batch, median train_step_time (s)
-MLPERF_V50_LLAMA31_405B = [
-    ("NVIDIA eos-dfw_n64", "h100-80gb", 8, 512, 8, 8, 2, 8, 1152, 55.134),
-    ("NVIDIA eos-dfw_n256", "h100-80gb", 8, 2048, 8, 8, 2, 8, 1152, 14.220),
-    ("NVIDIA eos-dfw_n304", "h100-80gb", 8, 2432, 8, 8, 2, 8, 1216, 12.729),
-    ("NVIDIA eos-dfw_n320", "h100-80gb", 8, 2560, 8, 8, 2, 8, 1120, 11.174),
-    ("NVIDIA eos-dfw_n1024", "h100-80gb", 8, 8192, 8, 8, 2, 8, 1536, 5.180),
-    ("Nebius 8xH200_n64", "h200-141gb", 8, 512, 4, 8, 2, 8, 1152, 50.016),
-    ("Nebius 8xH200_n128", "h200-141gb", 8, 1024, 4, 8, 2, 8, 1152, 25.356),
-    ("NVIDIA tyche_ngpu256", "gb200", 4, 256, 4, 8, 2, 8, 448, 19.144),
-    ("NVIDIA tyche_ngpu512", "gb200", 4, 512, 4, 8, 2, 8, 896, 19.474),
-    ("IBM+CoreWeave carina_ngpu512", "gb200", 4, 512, 4, 8, 2, 8, 896, 19.314),
-    ("IBM+CoreWeave carina_ngpu1024", "gb200", 4, 1024, 4, 8, 2, 8, 768, 8.448),
-    ("IBM+CoreWeave carina_ngpu1536", "gb200", 4, 1536, 4, 8, 2, 8, 1152, 8.505),
-    ("IBM+CoreWeave carina_ngpu2048", "gb200", 4, 2048, 4, 8, 2, 8, 1280, 7.164),
-    ("IBM+CoreWeave carina_ngpu2496", "gb200", 4, 2496, 4, 8, 2, 8, 1248, 5.827),
+# MLPerf Training, llama31_405b: round, submitter and system (results/<system>), GPU preset, GPUs
+# a node, GPUs, t, p, cp, vpp, global batch, median train_step_time (s), FP8 recipe
+MLPERF_LLAMA31_405B = [
+    ("v5.0", "NVIDIA eos-dfw_n64", "h100-80gb", 8, 512, 8, 8, 2, 8, 1152, 55.134, "delayed"),
+    ("v5.0", "NVIDIA eos-dfw_n256", "h100-80gb", 8, 2048, 8, 8, 2, 8, 1152, 14.220, "delayed"),
+    ("v5.0", "NVIDIA eos-dfw_n304", "h100-80gb", 8, 2432, 8, 8, 2, 8, 1216, 12.729, "delayed"),
+    ("v5.0", "NVIDIA eos-dfw_n320", "h100-80gb", 8, 2560, 8, 8, 2, 8, 1120, 11.174, "delayed"),
+    ("v5.0", "NVIDIA eos-dfw_n1024", "h100-80gb", 8, 8192, 8, 8, 2, 8, 1536, 5.180, "delayed"),
+    ("v5.0", "Nebius 8xH200_n64", "h200-141gb", 8, 512, 4, 8, 2, 8, 1152, 50.016, "delayed"),
+    ("v5.0", "Nebius 8xH200_n128", "h200-141gb", 8, 1024, 4, 8, 2, 8, 1152, 25.356, "delayed"),
+    ("v5.0", "NVIDIA tyche_ngpu256", "gb200", 4, 256, 4, 8, 2, 8, 448, 19.144, "delayed"),
+    ("v5.0", "NVIDIA tyche_ngpu512", "gb200", 4, 512, 4, 8, 2, 8, 896, 19.474, "delayed"),
+    ("v5.0", "IBM+CoreWeave carina_ngpu512", "gb200", 4, 512, 4, 8, 2, 8, 896, 19.314, "delayed"),
+    ("v5.0", "IBM+CoreWeave carina_ngpu1024", "gb200", 4, 1024, 4, 8, 2, 8, 768, 8.448, "delayed"),
+    ("v5.0", "IBM+CoreWeave carina_ngpu1536", "gb200", 4, 1536, 4, 8, 2, 8, 1152, 8.505, "delayed"),
+    ("v5.0", "IBM+CoreWeave carina_ngpu2048", "gb200", 4, 2048, 4, 8, 2, 8, 1280, 7.164, "delayed"),
+    ("v5.0", "IBM+CoreWeave carina_ngpu2496", "gb200", 4, 2496, 4, 8, 2, 8, 1248, 5.827, "delayed"),
+    ("v5.1", "University-of-Florida hpg.dgxb200x8.n32", "b200", 8, 256, 4, 8, 2, 8, 576, 27.665,
+     "tensorwise"),
+    ("v5.1", "University-of-Florida hpg.dgxb200x8.n56", "b200", 8, 448, 4, 8, 2, 8, 1008, 27.958,
+     "tensorwise"),
 ]
 # MLPerf Training v4.1, gpt3 (t 4, p 8, micro batch 2): submitter and system, GPU preset, GPUs,
 # vpp, global batch, median train step (s)
@@ -295,13 +303,13 @@ def runs() -> list[Run]:
                    shape, _layout(1, 1, 1, gpus, micro * gpus, micro, recompute="none", sharding="zero3",
                                   framework="fsdp", precision="bf16", flash_attention=True),
                    micro * gpus, micro * gpus * shape.seq_length / (tokens_per_gpu * gpus), fitted=False))
-    for system, gpu, per_node, gpus, t, p, cp, vpp, batch, seconds in MLPERF_V50_LLAMA31_405B:
+    for round_, system, gpu, per_node, gpus, t, p, cp, vpp, batch, seconds, recipe in MLPERF_LLAMA31_405B:
         dp = gpus // (t * p * cp)
         layout = Layout(tp=t, pp=p, cp=cp, vpp=vpp, dp=dp, num_microbatches=batch // dp,
                         sequence_parallel=True, sharding="distributed_optimizer", precision="fp8",
-                        tp_comm_overlap=True, overlap_p2p_comm=True, first_stage_layers=15,
-                        last_stage_layers=15)
-        out.append(Run(f"MLPerf 405B {system}", "MLPerf Training v5.0, llama31_405b", gpu,
+                        fp8_recipe=recipe, tp_comm_overlap=True, overlap_p2p_comm=True,
+                        first_stage_layers=15, last_stage_layers=15)
+        out.append(Run(f"MLPerf 405B {system}", f"MLPerf Training {round_}, llama31_405b", gpu,
                        llama31_405b_shape(8192, padded_vocab(128256, t)), layout, batch, seconds,
                        fitted=gpu == GB200, gpus_per_node=per_node))
     for system, gpu, gpus, vpp, batch, seconds in MLPERF_V41_GPT3:
