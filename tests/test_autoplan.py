@@ -25,7 +25,7 @@ from generator.render import render_all
 from generator.spec.model import load_document, load_spec
 
 from .conftest import ROOT, SAMPLES
-from .helpers import BASE, spec_dict
+from .helpers import BASE, plan_of, spec_dict
 from .test_deepspeed_oracle import deepspeed_config  # noqa: F401  (fixture)
 from .test_megatron_oracle import calculator  # noqa: F401  (fixture)
 
@@ -434,3 +434,15 @@ def test_the_search_estimates_every_candidate_as_the_plan_does(sample: str, tmp_
                            one.step_time, steps[i]))
     assert not differ, differ[:3]
     assert (hardware is None) == (not steps.any())
+
+
+def test_auto_tp_reaches_across_gb200_trays_within_the_nvlink_domain(tmp_path: Path) -> None:
+    """tp "auto" tries the divisors of the NVLink domain up to 8: on GB200 NVL72 (Slurm nodes of
+    4 GPUs, one NVLink fabric across 18 trays) tp 8 too, where it was held to a tray's 4; on
+    8-GPU H100 nodes the node's divisors as before."""
+    from generator.autoplan.space import domains
+
+    for gpu, per_node, tps in (("gb200", 4, [1, 2, 3, 4, 6, 8]), ("h100-80gb", 8, [1, 2, 4, 8])):
+        spec = plan_of(tmp_path, spec_dict(cluster={"nodes": 4, "gpus_per_node": per_node, "gpu": gpu}),
+                       f"{gpu}.yaml").spec
+        assert domains({"parallelism.tp": "auto"}, spec)["tp"] == tps

@@ -2,7 +2,8 @@
 
 A field is searched when the spec gives ``auto`` (the default range below) or a list (exactly
 those values); every other field stays as the spec gives it. The default ranges are the usual
-bounds (tp within a node, pp up to the layer count, power-of-two cp); the structural rules then
+bounds (tp within a node, or an NVLink domain's 8 GPUs where the domain spans nodes, as GB200
+NVL72's trays; pp up to the layer count, power-of-two cp); the structural rules then
 prune them (generator/autoplan/search.py).
 """
 
@@ -54,11 +55,16 @@ def placeholders(data: dict) -> dict:
 def domains(given: dict[str, Any], spec) -> dict[str, list]:
     """The values to try per field: "auto" -> the default range, a list -> the list, a field
     the spec fixes -> its one value (``spec`` is the template, fixed fields as given)."""
+    from generator import presets
+    from generator.estimate.plan import nvlink_gpus
+
     c, m, p, fw = spec.cluster, spec.model, spec.parallelism, spec.framework
     world = c.nodes * c.gpus_per_node
     megatron = fw != "deepspeed"
+    reach = nvlink_gpus(presets.gpus().get(c.gpu, {}), c.gpus_per_node)
     default = {
-        "tp": divisors(c.gpus_per_node) if megatron else [1],  # within a node; DeepSpeed has no tp
+        # within an NVLink domain (up to 8 where it spans nodes); DeepSpeed has no tp
+        "tp": [d for d in divisors(reach) if d <= max(c.gpus_per_node, 8)] if megatron else [1],
         # pp dividing the world, at most the layers; DeepSpeed's pipeline engine only when listed
         "pp": [d for d in divisors(world) if d <= m.num_layers] if megatron else [1],
         "cp": [x for x in CONTEXT_PARALLEL if x <= world] if fw != "megatron-deepspeed" else [1],
