@@ -217,8 +217,8 @@ def _estimates(plan: Plan) -> list[str]:
           if p.fp8_gemm_speedup else []),
         f"  {p.tokens_per_s:,.0f} tokens/s, {p.tflops_per_gpu:.0f} TFLOP/s per GPU, "
         f"MFU {p.mfu:.1%}, HFU {p.hfu:.1%}",
-        f"  throughput ±{e.uncertainty:.0%} (the largest leave-one-out error on published runs of this "
-        "GPU; docs/estimates.md)" if e.uncertainty is not None else
+        f"  throughput ±{e.uncertainty:.0%} (the calibration band of this GPU's generation: leave-one-out "
+        "errors on published runs; docs/estimates.md)" if e.uncertainty is not None else
         f"  throughput uncertainty unknown: no published {plan.spec.cluster.gpu} runs calibrate it "
         "(its efficiency is assumed)",
         f"  {plan.train_tokens:,} tokens in {days:.1f} days, {days * 24 * p.gpus:,.0f} GPU-hours",

@@ -425,6 +425,10 @@ def test_an_estimate_reports_its_band(tmp_path: Path) -> None:
     assert "throughput ±12%" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "h.yaml")])
     assert "throughput ±17%" in result.output
+    b200 = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "b200"}), "b.yaml")
+    assert b200.estimate().to_json()["performance"]["uncertainty"] == 0.17  # GB200's runs: one model
+    result = CliRunner().invoke(app, ["explain", str(tmp_path / "b.yaml")])
+    assert "throughput ±17% (the calibration band of this GPU's generation" in result.output
 
 
 def test_sc21_parameter_column() -> None:
