@@ -67,10 +67,12 @@ judge the model and are not used here):
   each submission's config_<system>_<nodes>x<gpus>x<minibs>xtp…pp…cp….sh (MINIBS, the global
   batch over dp, and the logs' global_batch_size agree); the step time is the median of the
   train_step_time the result_*.txt logs print for every step of the submission's runs. GB200
-  (NVIDIA's tyche and IBM/CoreWeave's carina clusters, 4-GPU trays: data-parallel collectives
-  leave the tray) fits the B200/GB200 generation; the H100 runs (NVIDIA's eos, DGX H100) and
-  Nebius's H200 runs are checked against the H100 generation, not fitted (runs the model has
-  not seen: the FP8 constant comes from the Fujii pair).
+  (NVIDIA's tyche and IBM/CoreWeave's carina clusters, NVL72 racks of 4-GPU trays: tp and cp
+  stay on NVLink, the data × context groups' blocks of 64 ranks do not divide the rack's 72, so
+  their collectives are costed on the inter-node link) fits the B200/GB200 generation; the
+  H100 runs (NVIDIA's eos, DGX H100) and Nebius's H200 runs are checked against the H100
+  generation, not fitted (runs the model has not seen: the FP8 constant comes from the Fujii
+  pair).
 - MLPerf Training v4.1 (MLCommons, 2024; github.com/mlcommons/training_results_v4.1), gpt3:
   GPT-3 175B (96 layers, h 12288, 96 heads, seq 2048, the reference's 50,257-token vocabulary)
   with NeMo, FP8 (delayed scaling, hybrid format), t 4, p 8, micro batch 2, no recompute,
