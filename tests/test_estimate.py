@@ -226,8 +226,9 @@ def test_mlperf_runs_the_model_has_not_seen_are_within_their_tolerance() -> None
     generations' efficiency and the FP8 constant come from other runs. v5.0's Llama 3.1 405B on
     NVIDIA's H100s (512 to 8192 GPUs) within 5% each (median under 2%); v4.1's GPT-3 175B on
     NVIDIA's and Oracle's H100s (256 to 3072 GPUs) within 10%; Nebius's two H200 405B runs (t 4)
-    are faster than predicted, by 10-12% (the model gives H200 only its memory bandwidth over H100;
-    the runs also halve t, whose smaller overlapped TP traffic per GEMM the model does not credit);
+    are faster than predicted, by 10-12% (the model gives H200 only its memory bandwidth over H100,
+    and these runs also use t 4 where the H100 ones use t 8: which of the two it misses, the data
+    cannot tell);
     on B200, the generation GB200's 405B runs fit, NVIDIA's GPT-3 run (a second model) and the
     University of Florida's two 405B runs (v5.1: HGX B200 nodes of 8, current scaling) within 5%.
     Over the eleven H100 and H200 runs the median error is under 5% and the largest under 12%."""
