@@ -238,9 +238,10 @@ def sc21_shape(heads: int, hidden: int, layers: int) -> Shape:
     return Shape(layers, hidden, heads, heads, 4 * hidden, 51200, 2048)
 
 
-def _layout(t: int, p: int, v: int, gpus: int, batch: int, micro: int, **settings) -> Layout:
-    dp = gpus // (t * p)
-    return Layout(tp=t, pp=p, vpp=v, dp=dp, micro_batch_size=micro, num_microbatches=batch // (micro * dp),
+def _layout(t: int, p: int, v: int, gpus: int, batch: int, micro: int, cp: int = 1, **settings) -> Layout:
+    dp = gpus // (t * p * cp)
+    return Layout(tp=t, pp=p, cp=cp, vpp=v, dp=dp, micro_batch_size=micro,
+                  num_microbatches=batch // (micro * dp),
                   **{"precision": "fp16", "flash_attention": False, **settings})
 
 
@@ -306,23 +307,26 @@ def runs() -> list[Run]:
                                   framework="fsdp", precision="bf16", flash_attention=True),
                    micro * gpus, micro * gpus * shape.seq_length / (tokens_per_gpu * gpus), fitted=False))
     for round_, system, gpu, per_node, gpus, t, p, cp, vpp, batch, seconds, recipe in MLPERF_LLAMA31_405B:
-        dp = gpus // (t * p * cp)
-        layout = Layout(tp=t, pp=p, cp=cp, vpp=vpp, dp=dp, num_microbatches=batch // dp,
-                        sequence_parallel=True, sharding="distributed_optimizer", precision="fp8",
-                        fp8_recipe=recipe, tp_comm_overlap=True, overlap_p2p_comm=True,
-                        first_stage_layers=15, last_stage_layers=15)
+        layout = _mlperf_layout(t, p, cp, vpp, gpus, batch, 1, fp8_recipe=recipe, first_stage_layers=15,
+                                last_stage_layers=15)
         out.append(Run(f"MLPerf 405B {system}", f"MLPerf Training {round_}, llama31_405b", gpu,
                        llama31_405b_shape(8192, padded_vocab(128256, t)), layout, batch, seconds,
                        fitted=gpu == GB200, gpus_per_node=per_node))
     for system, gpu, gpus, vpp, batch, seconds in MLPERF_V41_GPT3:
-        dp = gpus // 32
-        layout = Layout(tp=4, pp=8, vpp=vpp, dp=dp, micro_batch_size=2, num_microbatches=batch // (2 * dp),
-                        sequence_parallel=True, sharding="distributed_optimizer", precision="fp8",
-                        tp_comm_overlap=True, overlap_p2p_comm=True)
         out.append(Run(f"MLPerf GPT-3 {system}", "MLPerf Training v4.1, gpt3", gpu,
-                       Shape(96, 12288, 96, 96, 4 * 12288, padded_vocab(50257, 4), 2048), layout, batch,
-                       seconds, fitted=False))
+                       Shape(96, 12288, 96, 96, 4 * 12288, padded_vocab(50257, 4), 2048),
+                       _mlperf_layout(4, 8, 1, vpp, gpus, batch, 2), batch, seconds, fitted=False))
     return out
+
+
+def _mlperf_layout(t: int, p: int, cp: int, vpp: int, gpus: int, batch: int, micro: int,
+                   **settings) -> Layout:
+    """NVIDIA's MLPerf NeMo recipes: FP8 with flash attention and without recompute, sequence
+    parallelism, the distributed optimizer, --tp-comm-overlap and the interleaved pipeline's
+    overlapped sends."""
+    return _layout(t, p, vpp, gpus, batch, micro, cp, precision="fp8", flash_attention=True,
+                   sequence_parallel=True, sharding="distributed_optimizer", tp_comm_overlap=True,
+                   overlap_p2p_comm=True, **settings)
 
 
 def padded_vocab(vocab: int, tp: int) -> int:
@@ -533,4 +537,5 @@ def uncertainty(generation: str) -> float:
     rows = leave_one_out(generation)
     if models(rows) > 1:
         return band(rows)
-    return max([band(rows), *(band(leave_one_out(g)) for g in generations() if models(leave_one_out(g)) > 1)])
+    others = (leave_one_out(g) for g in generations() if g != generation)
+    return max([band(rows), *(band(other) for other in others if models(other) > 1)])

@@ -40,6 +40,16 @@ class Shape:
     def head_dim(self) -> int:
         return self.kv_channels or self.hidden_size // self.num_attention_heads
 
+    @property
+    def query_width(self) -> int:
+        """The query heads' channels (heads × head dim: the hidden size unless kv_channels differs)."""
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        """The key (or value) channels: query groups × head dim."""
+        return self.num_query_groups * self.head_dim
+
     @classmethod
     def of(cls, model, vocab: int | None = None) -> Shape:
         """From a spec's Model, with the vocabulary as built (``vocab``; None: as it is)."""
@@ -116,8 +126,7 @@ def _mlp(h: int, f: int, swiglu: bool, bias: bool) -> int:
 @lru_cache(maxsize=256)
 def count_params(shape: Shape) -> Params:
     h = shape.hidden_size
-    query = shape.num_attention_heads * shape.head_dim
-    kv = shape.num_query_groups * shape.head_dim
+    query, kv = shape.query_width, shape.kv_width
     qkv_bias = shape.bias if shape.qkv_bias is None else (shape.qkv_bias or shape.bias)
     attention = h * (query + 2 * kv) + query * h  # linear_qkv and linear_proj
     attention += (query + 2 * kv if qkv_bias else 0) + (h if shape.bias else 0)

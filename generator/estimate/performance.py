@@ -98,8 +98,7 @@ def forward_flops_per_token(shape: Shape, top_k: int | None = None) -> tuple[flo
     (training.py num_floating_point_operations), except that the attention core is counted
     whole, where Megatron-LM's recent releases halve it for the causal mask."""
     h, s = shape.hidden_size, shape.seq_length
-    query = shape.num_attention_heads * shape.head_dim
-    kv = shape.num_query_groups * shape.head_dim
+    query, kv = shape.query_width, shape.kv_width
     attention_proj = h * (query + 2 * kv) + query * h
     core = 4 * s * query  # QK^T and softmax·V, full attention
     mlp = (3 if shape.swiglu else 2) * h * mlp_widths(shape, top_k)[1]  # all layers'
@@ -192,7 +191,7 @@ def flash_attention_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float
     if not layout.flash_attention:
         return 0.0
     s = shape.seq_length
-    query = shape.num_attention_heads * shape.head_dim
+    query = shape.query_width
     computed = 4 * layout.micro_batch_size * s / layout.cp * s * query / layout.tp / 2
     kernel = kernel_for(layout.framework, hw.attention_kernel)
     per_layer = core_seconds(computed, s / layout.cp, layout.cp, forward_passes(layout.recompute), kernel,
@@ -220,8 +219,7 @@ def fp8_cast_bytes(shape: Shape, layout: Layout, top_k: int | None = None) -> fl
     GEMMs' output gradients are the layer's hidden state, quantized before the sequence-parallel
     gather (s/t rows per GPU, s without sequence parallelism); the others are split over tp."""
     h, t = shape.hidden_size, layout.tp
-    query = shape.num_attention_heads * shape.head_dim
-    kv = shape.num_query_groups * shape.head_dim
+    query, kv = shape.query_width, shape.kv_width
     inputs, widths = mlp_widths(shape, top_k)
     copies, ffn = inputs / shape.num_layers, widths / shape.num_layers  # an average layer's
     hidden_rows = t if layout.sequence_parallel else 1
@@ -306,7 +304,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     # from each of the cp − 1 others. Transformer Engine's ring sends the next step's K and V
     # while a step's attention runs: what outlasts the cp − 1 steps it overlaps stays exposed.
     passes = where(layout.recompute == "none", 3, 4)
-    kv = shape.num_query_groups * shape.head_dim / layout.tp
+    kv = shape.kv_width / layout.tp
     volume = 2 * 2 * layout.micro_batch_size * shape.seq_length / layout.cp * kv * (layout.cp - 1)
     link = link_gbps(layout, "cp", hw)
     cp_comm = passes * volume * slowest_stage_layers(shape, layout) * m / (link * 1e9)
