@@ -80,6 +80,21 @@ def test_hostile_spec_values_are_refused_where_they_are(change, fragment, tmp_pa
     assert_refused(code, stderr, fragment)
 
 
+def test_a_null_run_length_is_refused_at_its_line_and_counts_as_not_given(tmp_path: Path) -> None:
+    """training.train_iters: null is no run length (it was counted as given and ended in an
+    internal error): refused where it is written; beside another length, null is not a second one."""
+    data = spec_dict()
+    data["training"]["train_iters"] = None
+    code, _, stderr = gen_launch("spec.yaml", "--target", "all", "-o", "out", cwd=write(tmp_path, data).parent)
+    assert_refused(code, stderr, "$.training.train_iters: null gives no run length")
+    line = next(i for i, text in enumerate((tmp_path / "spec.yaml").read_text().splitlines(), 1)
+                if "train_iters" in text)
+    assert stderr.startswith(f"spec.yaml:{line}:"), stderr
+    data["training"]["train_tokens"] = "16M"
+    code, _, stderr = gen_launch("spec.yaml", "--target", "all", "-o", "out", cwd=write(tmp_path, data).parent)
+    assert code == 0, stderr
+
+
 def test_an_allowed_unsafe_name_is_exported_quoted(tmp_path: Path) -> None:
     data = spec_dict(launch={"env": {"BASH_ENV": "/etc/site.sh"}, "unsafe_env": ["BASH_ENV"]})
     code, out, stderr = gen_launch("spec.yaml", "--target", "slurm", cwd=write(tmp_path, data).parent)
