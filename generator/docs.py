@@ -181,6 +181,7 @@ def calibration_table() -> str:
                   f"{r.run.gpus} | {r.published_tflops:.0f} | "
                   f"{r.predicted_tflops:.0f} | {r.efficiency:.3f} | {r.error:+.1%} |" for r in rows]
         fitted = [r for r in rows if r.run.fitted]
+        checked = [r for r in rows if not r.run.fitted]
         efficiency = presets.gpus()[gpu]["efficiency"]
         if fitted:
             fit = generation_efficiency(gpu)
@@ -190,10 +191,14 @@ def calibration_table() -> str:
                     f"fitted run predicted with the constant fitted on the others: median error "
                     f"{median_abs_error(fitted):.1%}, largest {band(rows):.0%}")
             if uncertainty(gpu) == band(rows):
-                notes.append(f"{note} (the presets' uncertainty band).")
+                note = f"{note} (the presets' uncertainty band)"
             else:
-                notes.append(f"{note}; all its fitted runs train one model, so the presets report the widest "
-                             f"band of the generations fitted on several models, {uncertainty(gpu):.0%}.")
+                note = (f"{note}; all its fitted runs train one model, so the presets report the widest "
+                        f"band of the generations fitted on several models, {uncertainty(gpu):.0%}")
+            if checked:
+                note += (f"; the {len(checked)} runs checked, not fitted: median error "
+                         f"{median_abs_error(checked):.1%}, largest {max(abs(r.error) for r in checked):.1%}")
+            notes.append(f"{note}.")
         else:
             notes.append(f"{gpu}: no fitted runs; its assumed efficiency {efficiency:.2f} is checked "
                          f"(median error {median_abs_error(rows):.1%}), no band is reported.")

@@ -129,23 +129,77 @@ def test_mt_nlg_throughput_from_iteration_time(gpus: int, seconds: float, tflops
 
 
 # every published run's leave-one-out throughput error, with its tolerance: the fitted A100 runs
-# within 12% each (median 5%), MT-NLG (checked, not fitted: DeepSpeed's pipeline engine) 15-30% fast,
-# the FSDP Llama-2-7B run (checked: the one FSDP data point) within 10%
+# within 12% each (median 5%); checked, not fitted: Korthikanti's full-recompute column and 530B
+# run on 2240 GPUs within 12% (the model is slowest on the largest models, both columns alike),
+# MT-NLG (DeepSpeed's pipeline engine) 15-30% fast, the FSDP Llama-2-7B run (the one FSDP data
+# point) within 10%
+CHECKED_A100 = {"Korthikanti 22B full recompute on 8": (-0.05, 0.05),
+                "Korthikanti 175B full recompute on 64": (-0.08, 0.0),
+                "Korthikanti 530B full recompute on 280": (-0.12, -0.05),
+                "Korthikanti 1T full recompute on 512": (-0.14, -0.08),
+                "Korthikanti 530B on 2240": (-0.06, 0.0),
+                "MT-NLG 530B on 2240": (0.15, 0.30), "MT-NLG 530B on 2800": (0.15, 0.30),
+                "MT-NLG 530B on 3360": (0.15, 0.30), "Llama-2-7B FSDP on 128": (-0.10, 0.10)}
+
+
 def test_published_runs_are_predicted_from_the_others_within_their_tolerance() -> None:
     from generator.estimate.calibration import leave_one_out, median_abs_error
 
     rows = leave_one_out()
     fitted = [r for r in rows if r.run.fitted]
-    assert len(fitted) == 14 and len(rows) == 18
+    assert len(fitted) == 14 and len(rows) == 23
     for row in fitted:
-        assert abs(row.error) <= 0.17, (row.run.name, row.error)
+        assert abs(row.error) <= 0.12, (row.run.name, row.error)
     assert median_abs_error(fitted) <= 0.05
     checked = {r.run.name: r.error for r in rows if not r.run.fitted}
-    assert sorted(checked) == ["Llama-2-7B FSDP on 128", "MT-NLG 530B on 2240", "MT-NLG 530B on 2800",
-                               "MT-NLG 530B on 3360"]
+    assert sorted(checked) == sorted(CHECKED_A100)
     for name, error in checked.items():
-        low, high = (-0.10, 0.10) if "FSDP" in name else (0.15, 0.30)
+        low, high = CHECKED_A100[name]
         assert low <= error <= high, (name, error)
+
+
+def test_runs_not_used_for_calibration_are_within_the_issues_bounds_on_every_generation() -> None:
+    """Issue 17's measure: on every GPU generation with published runs, the runs checked and not
+    fitted (their generation's efficiency and the FP8 constant come from other runs) are
+    predicted within 10% at the median and 25% at worst."""
+    from generator.estimate.calibration import generations, leave_one_out, median_abs_error
+
+    for generation in generations():
+        checked = [r for r in leave_one_out(generation) if not r.run.fitted]
+        assert len(checked) >= 3, generation
+        assert median_abs_error(checked) <= 0.10, generation
+        assert max(abs(r.error) for r in checked) <= 0.25, generation
+
+
+def test_korthikanti_full_recompute_column_and_data_parallel_run_are_the_papers() -> None:
+    """Table 5's full-recompute times against the present-work ones give the throughput increase
+    the table prints beside them (29.0, 31.8, 29.7, 32.1%); §6.3's 530B run on 2240 GPUs (8 data-
+    parallel replicas, the batch 8 × 280) gives the 54.2% MFU the paper (and its abstract) states."""
+    from generator.estimate.calibration import (
+        KORTHIKANTI_530B_DP8,
+        KORTHIKANTI_FULL_RECOMPUTE,
+        KORTHIKANTI_TABLE5,
+        runs,
+    )
+
+    increase = {"22B": 29.0, "175B": 31.8, "530B": 29.7, "1T": 32.1}
+    for name, *_, seconds in KORTHIKANTI_TABLE5:
+        assert 100 * (KORTHIKANTI_FULL_RECOMPUTE[name] / seconds - 1) == pytest.approx(increase[name], abs=0.1)
+    (run,) = [r for r in runs() if r.name == "Korthikanti 530B on 2240"]
+    assert (run.gpus, run.step_time_s, run.global_batch, run.layout.dp) == (*KORTHIKANTI_530B_DP8, 2240, 8)
+    model, _ = step_flops(run.shape, run.global_batch, "selective")
+    assert 100 * model / run.step_time_s / run.gpus / 312e12 == pytest.approx(54.2, abs=0.1)
+    assert not run.layout.overlap_grad_reduce
+
+
+def test_sc21_rows_reduce_gradients_as_their_scripts_data_parallel_implementation_does() -> None:
+    """run_table_1.sh: DDP=torch (overlapped with the backward pass) for 1.7B-18.4B, DDP=local
+    (after it) from 39.1B on; MT-NLG's pipeline engine reduces after the last micro-batch."""
+    from generator.estimate.calibration import runs
+
+    overlapped = {r.name: r.layout.overlap_grad_reduce for r in runs() if r.name.startswith(("SC21", "MT-NLG"))}
+    assert [name for name, on in overlapped.items() if on] == \
+        ["SC21 1.7B on 32", "SC21 3.6B on 64", "SC21 7.5B on 128", "SC21 18.4B on 256"]
 
 
 def test_the_fsdp_run_is_the_blogs_throughput_and_model() -> None:

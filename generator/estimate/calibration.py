@@ -6,14 +6,20 @@ estimate reports (presets' ``uncertainty``; docs/estimates.md shows the table).
 Sources (cited per row; papers and one vendor blog post, see issue 17 for the sources that
 judge the model and are not used here):
 - SC21 Table 1: Narayanan et al. 2021, arXiv 2104.04473 (weak scaling on A100-80GB, seq 2048,
-  V 51200, fp16, full recompute; heads, t, p, micro batch and interleaving from the paper's
-  run_table_1.sh).
+  V 51200, fp16, full recompute; heads, t, p, micro batch, interleaving and the data-parallel
+  implementation from the paper's examples/sc21/run_table_1.sh: PyTorch's DDP, which overlaps the
+  gradient all-reduce with the backward pass, up to the 18B model, Megatron's local DDP, which
+  reduces after it, from the 39B model on).
 - Korthikanti et al. 2022, arXiv 2205.05198, Table 5 ("present work": sequence parallelism and
-  selective recompute, A100-80GB, fp16 per the paper's setup) with the layouts of its Fig. 1
-  configurations (t 8; p 1 / 8 / 35 / 64; v 1 / 3 / 3 / 1; micro batch 4 / 1 / 1 / 1).
+  selective recompute, A100-80GB, fp16 per the paper's setup) with the layouts of its Table 3
+  configurations (t 8; p 1 / 8 / 35 / 64; v 1 / 3 / 3 / 1; micro batch 4 / 1 / 1 / 1; no data
+  parallelism). Checked, not fitted: the same table's full-recompute column (the same layouts
+  without sequence parallelism) and §6.3's 530B run with 8-way data parallelism on 2240 GPUs
+  (39.15 s, the batch 8 × 280; the gradient all-reduce not overlapped, the paper says).
 - MT-NLG 530B: Smith et al. 2022, arXiv 2201.11990 §2.4 (t 8, p 35, batch 1920, seq 2048, A100,
-  DeepSpeed's pipeline engine): checked, not fitted (the engine is not the one the model
-  describes; it is over-predicted).
+  DeepSpeed's pipeline engine, which reduces the gradients after the last micro-batch): checked,
+  not fitted (the engine is not the one the model describes; it is over-predicted by 19-25%,
+  where the same model in Megatron's own schedule, Korthikanti's 530B runs, is not).
 - Nemotron-4 340B: NVIDIA 2024, Nemotron-4 340B Technical Report, Table 2 (H100, t 8, p 12, dp
   16 / 32 / 64, batch 768 / 1536 / 2304 at seq 4096, distributed optimizer). The report does not
   state the interleaving (read as none), micro batch (1) or recompute (none).
@@ -101,6 +107,7 @@ from generator.estimate.performance import FP8_GEMM_EFFICIENCY, estimate_perform
 from generator.values import value
 
 # params (B), heads, hidden, layers, t, p, GPUs, batch, micro batch, vpp, achieved TFLOP/s per GPU
+# (run_table_1.sh's DDP=torch up to 18.4B: the gradient all-reduce overlapped; DDP=local after)
 SC21_TABLE1 = [
     (1.7, 24, 2304, 24, 1, 1, 32, 512, 16, 1, 137),
     (3.6, 32, 3072, 30, 2, 1, 64, 512, 16, 1, 138),
@@ -121,6 +128,11 @@ KORTHIKANTI_TABLE5 = [
     ("530B", 20480, 128, 105, 8, 35, 3, 280, 280, 1, 37.83),
     ("1T", 25600, 160, 128, 8, 64, 1, 512, 512, 1, 71.49),
 ]
+SC21_OVERLAPPED_DDP_UP_TO_B = 18.4
+# Korthikanti Table 5's full-recompute column (no sequence parallelism): name, iteration seconds
+KORTHIKANTI_FULL_RECOMPUTE = {"22B": 1.42, "175B": 18.13, "530B": 49.05, "1T": 94.42}
+# Korthikanti §6.3: the 530B present-work run with 8-way data parallelism: GPUs, iteration seconds
+KORTHIKANTI_530B_DP8 = (2240, 39.15)
 # MT-NLG 530B (§2.4): GPUs, iteration seconds
 MT_NLG = [(2240, 60.1), (2800, 50.2), (3360, 44.4)]
 # Nemotron-4 340B (Table 2): dp, GPUs, batch, iteration seconds
@@ -253,19 +265,33 @@ def runs() -> list[Run]:
     for params_b, heads, hidden, layers, t, p, gpus, batch, micro, vpp, tflops in SC21_TABLE1:
         shape = sc21_shape(heads, hidden, layers)
         hardware = step_flops(shape, batch, "full")[1]
+        layout = _layout(t, p, vpp, gpus, batch, micro, recompute="full",
+                         overlap_grad_reduce=params_b <= SC21_OVERLAPPED_DDP_UP_TO_B)
         out.append(Run(f"SC21 {params_b:g}B on {gpus}", "Narayanan et al. 2021, Table 1", A100, shape,
-                       _layout(t, p, vpp, gpus, batch, micro, recompute="full"), batch,
-                       hardware / (gpus * tflops * 1e12)))
+                       layout, batch, hardware / (gpus * tflops * 1e12)))
     for name, hidden, heads, layers, t, p, v, gpus, batch, micro, seconds in KORTHIKANTI_TABLE5:
         out.append(Run(f"Korthikanti {name} on {gpus}", "Korthikanti et al. 2022, Table 5", A100,
                        sc21_shape(heads, hidden, layers),
                        _layout(t, p, v, gpus, batch, micro, recompute="selective", sequence_parallel=True),
                        batch, seconds))
+    for name, hidden, heads, layers, t, p, v, gpus, batch, micro, _ in KORTHIKANTI_TABLE5:
+        out.append(Run(f"Korthikanti {name} full recompute on {gpus}", "Korthikanti et al. 2022, Table 5",
+                       A100, sc21_shape(heads, hidden, layers),
+                       _layout(t, p, v, gpus, batch, micro, recompute="full"), batch,
+                       KORTHIKANTI_FULL_RECOMPUTE[name], fitted=False))
+    name, hidden, heads, layers, t, p, v, gpus, batch, micro, _ = KORTHIKANTI_TABLE5[2]
+    dp_gpus, seconds = KORTHIKANTI_530B_DP8
+    dp_batch = batch * dp_gpus // gpus
+    out.append(Run(f"Korthikanti {name} on {dp_gpus}", "Korthikanti et al. 2022, §6.3", A100,
+                   sc21_shape(heads, hidden, layers),
+                   _layout(t, p, v, dp_gpus, dp_batch, micro, recompute="selective", sequence_parallel=True,
+                           overlap_grad_reduce=False),
+                   dp_batch, seconds, fitted=False))
     shape = Shape(105, 20480, 128, 128, 4 * 20480, 50272, 2048)
     for gpus, seconds in MT_NLG:
         out.append(Run(f"MT-NLG 530B on {gpus}", "Smith et al. 2022, §2.4", A100, shape,
                        _layout(8, 35, 1, gpus, 1920, 1, recompute="full", sharding="zero1",
-                               framework="megatron-deepspeed", precision="bf16"),
+                               framework="megatron-deepspeed", precision="bf16", overlap_grad_reduce=False),
                        1920, seconds, fitted=False))
     # 96 layers, h 18432, 96 heads, 8 KV groups, FFN 73728 (squared ReLU), no biases, RoPE,
     # untied embeddings, V 256,000: 341.0B parameters (the report: 9.4B embedding + 331.6B)
