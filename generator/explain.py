@@ -206,12 +206,15 @@ def _estimates(plan: Plan) -> list[str]:
         f"bubble {p.bubble_s:.2f} + tp comm {p.tp_comm_s:.2f} + cp comm {p.cp_comm_s:.2f} + "
         f"dp comm {p.dp_comm_s:.2f} + pp p2p {p.pp_comm_s:.2f}"
         + (f" + ZeRO-3 gathers {p.zero3_gather_s:.2f}" if p.zero3_gather_s else "")
-        + (f" + MoE all-to-all {p.moe_comm_s:.2f}" if p.moe_comm_s else ""),
+        + (f" + MoE all-to-all {p.moe_comm_s:.2f}" if p.moe_comm_s else "")
+        + (f" + optimizer step {p.optimizer_s:.2f}" if p.optimizer_s else ""),
         *([f"  flash attention core {p.attention_s:.2f} s of the compute (at its kernel's speed for "
            f"{plan.model.seq_length // plan.cp:,}-token calls; a causal mask computes half the scores)"]
           if p.attention_s else []),
         *([f"  MoE token reordering for the experts (permute, sort and back): {p.moe_permute_s:.2f} s of "
            f"the memory-bound time"] if p.moe_permute_s else []),
+        *([f"  DeepSpeed adding up each micro-batch's gradients (outside the GEMMs): "
+           f"{p.grad_accumulation_s:.2f} s of the memory-bound time"] if p.grad_accumulation_s else []),
         *([f"  FP8 ({plan.spec.training.fp8_recipe} scaling): linear GEMMs {p.fp8_gemm_speedup:.2f}× "
            f"their bf16 speed; casting their operands {p.fp8_casts_s:.2f} s of the memory-bound time"]
           if p.fp8_gemm_speedup else []),

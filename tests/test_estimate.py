@@ -158,17 +158,17 @@ def test_mt_nlg_throughput_from_iteration_time(gpus: int, seconds: float, tflops
 
 
 # every published run's leave-one-out throughput error, with its tolerance: the fitted A100 runs
-# within 12% each (median 5%); checked, not fitted: Korthikanti's full-recompute column and 530B
+# within 11% each (median 5%); checked, not fitted: Korthikanti's full-recompute column and 530B
 # run on 2240 GPUs within 12% (the model is slowest on the largest models, both columns alike),
-# MT-NLG (DeepSpeed's pipeline engine) 15-30% fast, the FSDP Llama-2-7B run (the one FSDP data
+# MT-NLG (DeepSpeed's pipeline engine) 10-25% fast, the FSDP Llama-2-7B run (the one FSDP data
 # point) within 10%
 CHECKED_A100 = {"Korthikanti 22B full recompute on 8": (-0.05, 0.05),
                 "Korthikanti 175B full recompute on 64": (-0.08, 0.0),
                 "Korthikanti 530B full recompute on 280": (-0.12, -0.05),
                 "Korthikanti 1T full recompute on 512": (-0.14, -0.08),
                 "Korthikanti 530B on 2240": (-0.06, 0.0),
-                "MT-NLG 530B on 2240": (0.15, 0.30), "MT-NLG 530B on 2800": (0.15, 0.30),
-                "MT-NLG 530B on 3360": (0.15, 0.30), "Llama-2-7B FSDP on 128": (-0.10, 0.10)}
+                "MT-NLG 530B on 2240": (0.10, 0.25), "MT-NLG 530B on 2800": (0.10, 0.25),
+                "MT-NLG 530B on 3360": (0.10, 0.25), "Llama-2-7B FSDP on 128": (-0.10, 0.10)}
 
 
 def test_published_runs_are_predicted_from_the_others_within_their_tolerance() -> None:
@@ -178,7 +178,7 @@ def test_published_runs_are_predicted_from_the_others_within_their_tolerance() -
     fitted = [r for r in rows if r.run.fitted]
     assert len(fitted) == 14 and len(rows) == 23
     for row in fitted:
-        assert abs(row.error) <= 0.12, (row.run.name, row.error)
+        assert abs(row.error) <= 0.11, (row.run.name, row.error)
     assert median_abs_error(fitted) <= 0.05
     checked = {r.run.name: r.error for r in rows if not r.run.fitted}
     assert sorted(checked) == sorted(CHECKED_A100)
@@ -309,7 +309,7 @@ def test_mlperf_runs_the_model_has_not_seen_are_within_their_tolerance() -> None
     generations' efficiency and the FP8 constant come from other runs. v5.0's Llama 3.1 405B on
     NVIDIA's H100s (512 to 8192 GPUs) within 5% each (median under 2%); v4.1's GPT-3 175B on
     NVIDIA's and Oracle's H100s (256 to 3072 GPUs) within 10%; Nebius's two H200 405B runs (t 4)
-    are faster than predicted, by 10-12% (the model gives H200 only its memory bandwidth over H100,
+    are faster than predicted, by 9-12% (the model gives H200 only its memory bandwidth over H100,
     and these runs also use t 4 where the H100 ones use t 8: which of the two it misses, the data
     cannot tell);
     on B200, the generation GB200's 405B runs fit, NVIDIA's GPT-3 run (a second model) and the
@@ -321,7 +321,7 @@ def test_mlperf_runs_the_model_has_not_seen_are_within_their_tolerance() -> None
     assert len(rows) == 11 and not any(r.run.fitted for r in rows)
     for row in rows:
         if row.run.gpu == "h200-141gb":
-            low, high = -0.12, -0.10
+            low, high = -0.12, -0.09
         else:
             low, high = (-0.05, 0.05) if "405B" in row.run.name else (-0.10, 0.10)
         assert low <= row.error <= high, (row.run.name, row.error)
@@ -500,13 +500,13 @@ def test_an_estimate_reports_its_band(tmp_path: Path) -> None:
     a100 = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "a100-80gb"}), "a.yaml")
     h100 = plan_of(tmp_path, spec_dict(), "h.yaml")
     mi300x = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "mi300x"}), "m.yaml")
-    assert a100.estimate().to_json()["performance"]["uncertainty"] == 0.12
+    assert a100.estimate().to_json()["performance"]["uncertainty"] == 0.11
     assert h100.estimate().to_json()["performance"]["uncertainty"] == 0.17
     assert mi300x.estimate().to_json()["performance"]["uncertainty"] is None
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "m.yaml")])
     assert "throughput uncertainty unknown: no published mi300x runs" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "a.yaml")])
-    assert "throughput ±12%" in result.output
+    assert "throughput ±11%" in result.output
     result = CliRunner().invoke(app, ["explain", str(tmp_path / "h.yaml")])
     assert "throughput ±17%" in result.output
     b200 = plan_of(tmp_path, spec_dict(cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "b200"}), "b.yaml")
@@ -853,6 +853,66 @@ def test_moe_tokens_are_reordered_for_their_experts_at_hbm_bandwidth(tmp_path: P
     data = spec_dict(model={"preset": "mixtral-8x7b"}, parallelism={"tp": 1, "pp": 1, "ep": 8})
     performance = plan_of(tmp_path, data, "moe.yaml").estimate().to_json()["performance"]
     assert performance["step_breakdown_s"]["of_memory_bound_moe_permute"] > 0
+
+
+def test_the_optimizer_step_moves_the_ranks_state_once_at_hbm_bandwidth(tmp_path: Path) -> None:
+    """After the last micro-batch Adam reads and writes the optimizer state the rank holds, reads
+    and zeroes the gradients and writes the weights: 2 × 12 + 2 × 4 + 2 = 34 bytes per parameter
+    in bf16 (fp32 main grads), 13 with the distributed optimizer over 8 ranks (the state an eighth),
+    2 × 12 / 8 + 2 × 2 / 8 + 2 / 8 under ZeRO-3 over 8; nothing with the update on the CPU
+    (ZeRO-Offload). Was: no optimizer time (Korthikanti's 22B on one micro-batch, whose step is 11%
+    more than its 48 layers, was predicted 7% fast)."""
+    from generator.estimate.performance import HBM_EFFICIENCY, optimizer_step_seconds
+
+    hw = Hardware(989, 0.62, 3.35, 450, 50, 8)
+    shape = Shape(32, 4096, 32, 8, 14336, 128256, 4096, swiglu=True, rmsnorm=True, bias=False,
+                  learned_positions=False, tie_embeddings=False)
+    params = count_params(shape).total
+
+    def seconds(bytes_per_param: float, ranks: int = 1) -> float:
+        return params / ranks * bytes_per_param / (3.35e12 * HBM_EFFICIENCY)
+
+    layout = Layout(tp=2, dp=8)
+    assert optimizer_step_seconds(shape, layout, hw) == pytest.approx(seconds(34, 2))
+    assert optimizer_step_seconds(shape, replace(layout, sharding="distributed_optimizer"), hw) == \
+        pytest.approx(seconds(13, 2))
+    zero3 = Layout(dp=8, sharding="zero3", framework="deepspeed")
+    assert optimizer_step_seconds(shape, zero3, hw) == pytest.approx(seconds((24 + 4 + 2) / 8))
+    assert optimizer_step_seconds(shape, replace(zero3, offload="optimizer"), hw) == 0
+    p = estimate_performance(shape, layout, hw, 64)
+    assert p.optimizer_s == pytest.approx(seconds(34, 2))
+    assert p.step_time_s == pytest.approx(p.compute_s + p.memory_s + p.bubble_s + p.tp_comm_s + p.cp_comm_s
+                                          + p.dp_comm_s + p.pp_comm_s + p.zero3_gather_s + p.moe_comm_s
+                                          + p.optimizer_s)
+    estimate = plan_of(tmp_path, spec_dict(), "o.yaml").estimate()
+    assert estimate.performance.optimizer_s > 0
+    assert estimate.to_json()["performance"]["step_breakdown_s"]["optimizer_step"] == \
+        round(estimate.performance.optimizer_s, 3)
+
+
+def test_deepspeed_adds_each_micro_batchs_gradients_outside_the_gemms() -> None:
+    """DeepSpeed accumulates a micro-batch's gradients with a separate pass over the rank's
+    parameters — bf16: the new 16-bit gradient read, the fp32 copy read and written (10 bytes,
+    its BF16_Optimizer); fp16: 6 bytes (autograd's in-place add) — every micro-batch, in the
+    memory-bound time; Megatron-LM fuses it into the weight-gradient GEMMs (nothing), and ZeRO-2/3's
+    per-micro-batch reductions are not modelled (nothing). Was: none, so MT-NLG's 240 micro-batches
+    of 1.9B parameters a GPU lost 2.8 s a step to nothing."""
+    from generator.estimate.performance import HBM_EFFICIENCY, grad_accumulation_seconds, memory_bound_seconds
+
+    hw = Hardware(312, 0.63, 2.039, 300, 25, 8)
+    shape = sc21_shape(128, 20480, 105)
+    layout = Layout(tp=8, pp=35, dp=8, num_microbatches=240, recompute="full", sharding="zero1",
+                    framework="megatron-deepspeed", overlap_grad_reduce=False)
+    per_gpu = count_params(shape).total / 280
+    bf16 = per_gpu * 10 / (2.039e12 * HBM_EFFICIENCY)
+    assert grad_accumulation_seconds(shape, layout, hw) == pytest.approx(bf16)
+    assert grad_accumulation_seconds(shape, replace(layout, precision="fp16"), hw) == pytest.approx(bf16 * 6 / 10)
+    assert grad_accumulation_seconds(shape, replace(layout, framework="megatron-lm", sharding="none"), hw) == 0
+    assert grad_accumulation_seconds(shape, replace(layout, pp=1, sharding="zero2"), hw) == 0
+    p = estimate_performance(shape, layout, hw, 1920)
+    assert p.grad_accumulation_s == pytest.approx(240 * bf16)
+    assert 2.5 < p.grad_accumulation_s < 3.0
+    assert p.memory_s == pytest.approx(240 * (memory_bound_seconds(shape, layout, hw) + bf16))
 
 
 def test_a_data_parallel_group_inside_one_node_communicates_over_nvlink(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ judge the model and are not used here):
   (39.15 s, the batch 8 × 280; the gradient all-reduce not overlapped, the paper says).
 - MT-NLG 530B: Smith et al. 2022, arXiv 2201.11990 §2.4 (t 8, p 35, batch 1920, seq 2048, A100,
   DeepSpeed's pipeline engine, which reduces the gradients after the last micro-batch): checked,
-  not fitted (the engine is not the one the model describes; it is over-predicted by 19-25%,
+  not fitted (the engine is not the one the model describes; it is over-predicted by 14-19%,
   where the same model in Megatron's own schedule, Korthikanti's 530B runs, is not).
 - Nemotron-4 340B: NVIDIA 2024, Nemotron-4 340B Technical Report, Table 2 (H100, t 8, p 12, dp
   16 / 32 / 64, batch 768 / 1536 / 2304 at seq 4096, distributed optimizer). The report does not

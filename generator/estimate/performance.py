@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from generator.estimate.attention import IN_TRAINING, core_seconds, forward_passes, kernel_for
-from generator.estimate.memory import Layout, fp8_params, rank_params
+from generator.estimate.memory import Layout, fp8_params, rank_params, state_bytes_per_param
 from generator.estimate.params import Shape
 from generator.estimate.vectors import maximum, minimum, where
 from generator.values import value
@@ -69,6 +69,8 @@ class Performance:
     fp8_casts_s: float = 0.0  # of memory_s: quantizing the FP8 GEMMs' operands
     fp8_gemm_speedup: float | None = None  # FP8 linear GEMMs against bf16 (None: no FP8 GEMMs)
     moe_permute_s: float = 0.0  # of memory_s: reordering the MoE layers' tokens for their experts
+    grad_accumulation_s: float = 0.0  # of memory_s: DeepSpeed adding each micro-batch's gradients up
+    optimizer_s: float = 0.0  # the optimizer step after the last micro-batch (Adam over the rank's share)
 
     @property
     def tokens_per_s(self) -> float:
@@ -283,7 +285,8 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     compute = gemms + attention
     casts = fp8_cast_seconds(shape, layout, hw, top_k) * m
     permute = moe_permute_seconds(shape, layout, hw, top_k) * m
-    memory = memory_bound_seconds(shape, layout, hw) * m + casts + permute
+    accumulate = grad_accumulation_seconds(shape, layout, hw) * m
+    memory = memory_bound_seconds(shape, layout, hw) * m + casts + permute + accumulate
     bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
     # TP: 2 all-reduces forward and 2 backward per layer (2 more forward with full recompute),
     # each of b·s·h 16-bit values; a ring moves 2(t−1)/t of it per GPU.
@@ -355,10 +358,12 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
         zero3 = maximum(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
     moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
-    step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm
+    optimizer = optimizer_step_seconds(shape, layout, hw)
+    step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm + optimizer
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
                        pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops, moe_comm,
-                       attention, casts, fp8_gemm_speedup(hw) if fp8_gemms(layout, hw) else None, permute)
+                       attention, casts, fp8_gemm_speedup(hw) if fp8_gemms(layout, hw) else None, permute,
+                       accumulate, optimizer)
 
 
 def gradient_bytes(layout: Layout) -> int:
@@ -434,6 +439,45 @@ def moe_permute_rows(shape: Shape, layout: Layout, top_k: int | None) -> float:
     ranks = groups_holding(layout.ep, shape.num_experts, k)
     return where(layout.moe_dispatcher == "flex", 2 * (ranks + k),
                  where(layout.moe_dispatcher == "allgather", 0, sort) + 2 * k + k + 1)
+
+
+def optimizer_step_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
+    """The optimizer step once the last micro-batch is done, at HBM bandwidth: Adam reads and
+    writes the optimizer state the rank holds (fp32 master weights and moments, its share under
+    the distributed optimizer or ZeRO), reads the gradients (the norm for clipping, then the
+    update) and zeroes them for the next step, and writes the 16-bit weights — per parameter the
+    rank holds, 2 × its optimizer bytes + 2 × its gradient bytes + its weight bytes
+    (memory.state_bytes_per_param, the bytes the memory estimate counts). With ZeRO-Offload the
+    update runs on the CPU: not modelled (nothing here)."""
+    if layout.offload != "none":
+        return 0.0
+    kept = (layout.optimizer_states, layout.main_grads)
+    dense, experts = rank_params(shape, layout)
+    moved = 0.0
+    for params, shards in ((dense, layout.state_shards), (experts, layout.expert_dp)):
+        weight, grad, optimizer = state_bytes_per_param(layout.precision, layout.sharding, shards, *kept)
+        moved = moved + params * (2 * optimizer + 2 * grad + weight)
+    return hbm_seconds(moved, hw)
+
+
+# Bytes per parameter DeepSpeed moves to add one micro-batch's gradients to the ones before,
+# outside the GEMMs (Megatron-LM accumulates into its fp32 main gradients inside the weight-
+# gradient GEMMs, --gradient-accumulation-fusion, on by default): the new 16-bit gradient read,
+# the accumulation buffer read and written — fp32 under bf16 (DeepSpeed's BF16_Optimizer adds
+# each micro-batch's gradients to fp32 copies, runtime/bf16_optimizer.py), the 16-bit gradient
+# itself under fp16 (autograd's in-place add), fp32 in fp32 runs.
+DEEPSPEED_ACCUMULATION_BYTES = {"bf16": 2 + 2 * 4, "fp16": 2 + 2 * 2, "fp32": 4 + 2 * 4}
+
+
+def grad_accumulation_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
+    """Per micro-batch and GPU: DeepSpeed (and Megatron-DeepSpeed) accumulating the gradients of
+    the parameters the rank holds, at HBM bandwidth; nothing for Megatron-LM (fused into its
+    GEMMs) and FSDP, nor with ZeRO-2/3, whose per-micro-batch reductions into the gradient
+    partitions are not modelled."""
+    if layout.framework not in ("deepspeed", "megatron-deepspeed") or layout.sharding in ("zero2", "zero3"):
+        return 0.0
+    dense, experts = rank_params(shape, layout)
+    return hbm_seconds((dense + experts) * DEEPSPEED_ACCUMULATION_BYTES[layout.precision], hw)
 
 
 def moe_permute_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:

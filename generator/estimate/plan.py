@@ -60,9 +60,11 @@ class Estimate:
                                      "pipeline_p2p": round(p.pp_comm_s, 3),
                                      "zero3_gathers": round(p.zero3_gather_s, 3),
                                      "moe_all_to_all": round(p.moe_comm_s, 3),
+                                     "optimizer_step": round(p.optimizer_s, 3),
                                      "of_compute_flash_attention": round(p.attention_s, 3),
                                      "of_memory_bound_fp8_casts": round(p.fp8_casts_s, 3),
-                                     "of_memory_bound_moe_permute": round(p.moe_permute_s, 3)},
+                                     "of_memory_bound_moe_permute": round(p.moe_permute_s, 3),
+                                     "of_memory_bound_grad_accumulation": round(p.grad_accumulation_s, 3)},
                 "fp8_gemm_speedup": None if p.fp8_gemm_speedup is None else round(p.fp8_gemm_speedup, 3),
                 "tokens_per_s": round(p.tokens_per_s), "tflops_per_gpu": round(p.tflops_per_gpu, 1),
                 # throughput within ±band of the estimate on the published runs of the GPU's
