@@ -106,8 +106,9 @@ from generator.estimate.params import Shape
 from generator.estimate.performance import FP8_GEMM_EFFICIENCY, estimate_performance
 from generator.values import value
 
+# run_table_1.sh's DDP=torch (the gradient all-reduce overlapped) up to this size (B), DDP=local after
+SC21_OVERLAPPED_DDP_UP_TO_B = 18.4
 # params (B), heads, hidden, layers, t, p, GPUs, batch, micro batch, vpp, achieved TFLOP/s per GPU
-# (run_table_1.sh's DDP=torch up to 18.4B: the gradient all-reduce overlapped; DDP=local after)
 SC21_TABLE1 = [
     (1.7, 24, 2304, 24, 1, 1, 32, 512, 16, 1, 137),
     (3.6, 32, 3072, 30, 2, 1, 64, 512, 16, 1, 138),
@@ -128,7 +129,6 @@ KORTHIKANTI_TABLE5 = [
     ("530B", 20480, 128, 105, 8, 35, 3, 280, 280, 1, 37.83),
     ("1T", 25600, 160, 128, 8, 64, 1, 512, 512, 1, 71.49),
 ]
-SC21_OVERLAPPED_DDP_UP_TO_B = 18.4
 # Korthikanti Table 5's full-recompute column (no sequence parallelism): name, iteration seconds
 KORTHIKANTI_FULL_RECOMPUTE = {"22B": 1.42, "175B": 18.13, "530B": 49.05, "1T": 94.42}
 # Korthikanti §6.3: the 530B present-work run with 8-way data parallelism: GPUs, iteration seconds

@@ -465,8 +465,9 @@ def optimizer_step_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
 # gradient GEMMs, --gradient-accumulation-fusion, on by default): the new 16-bit gradient read,
 # the accumulation buffer read and written — fp32 under bf16 (DeepSpeed's BF16_Optimizer adds
 # each micro-batch's gradients to fp32 copies, runtime/bf16_optimizer.py), the 16-bit gradient
-# itself under fp16 (autograd's in-place add), fp32 in fp32 runs.
-DEEPSPEED_ACCUMULATION_BYTES = {"bf16": 2 + 2 * 4, "fp16": 2 + 2 * 2, "fp32": 4 + 2 * 4}
+# itself under fp16 (autograd's in-place add), fp32 in fp32 runs (fp8, which DeepSpeed refuses
+# (GL215), as bf16).
+DEEPSPEED_ACCUMULATION_BYTES = {"bf16": 2 + 2 * 4, "fp8": 2 + 2 * 4, "fp16": 2 + 2 * 2, "fp32": 4 + 2 * 4}
 
 
 def grad_accumulation_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
