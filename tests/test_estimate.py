@@ -892,21 +892,25 @@ def test_the_optimizer_step_moves_the_ranks_state_once_at_hbm_bandwidth(tmp_path
 
 def test_deepspeed_adds_each_micro_batchs_gradients_outside_the_gemms() -> None:
     """DeepSpeed accumulates a micro-batch's gradients with a separate pass over the rank's
-    parameters — bf16: the new 16-bit gradient read, the fp32 copy read and written (10 bytes,
-    its BF16_Optimizer); fp16: 6 bytes (autograd's in-place add) — every micro-batch, in the
-    memory-bound time; Megatron-LM fuses it into the weight-gradient GEMMs (nothing), and ZeRO-2/3's
-    per-micro-batch reductions are not modelled (nothing). Was: none, so MT-NLG's 240 micro-batches
-    of 1.9B parameters a GPU lost 2.8 s a step to nothing."""
+    parameters — the new gradient read, the accumulation buffer read and written: 6 bytes in bf16
+    or fp16 by default (its grad_accum_dtype is the training dtype), 10 with fp32 accumulation
+    (MT-NLG's BF16_Optimizer) — every micro-batch, in the memory-bound time; Megatron-LM fuses it
+    into the weight-gradient GEMMs (nothing), and ZeRO-2/3's per-micro-batch reductions are not
+    modelled (nothing). Was: none, so MT-NLG's 240 micro-batches of 1.9B parameters a GPU lost
+    2.8 s a step to nothing."""
     from generator.estimate.performance import HBM_EFFICIENCY, grad_accumulation_seconds, memory_bound_seconds
 
     hw = Hardware(312, 0.63, 2.039, 300, 25, 8)
     shape = sc21_shape(128, 20480, 105)
     layout = Layout(tp=8, pp=35, dp=8, num_microbatches=240, recompute="full", sharding="zero1",
-                    framework="megatron-deepspeed", overlap_grad_reduce=False)
+                    framework="megatron-deepspeed", overlap_grad_reduce=False, grad_accum_dtype="fp32")
     per_gpu = count_params(shape).total / 280
     bf16 = per_gpu * 10 / (2.039e12 * HBM_EFFICIENCY)
     assert grad_accumulation_seconds(shape, layout, hw) == pytest.approx(bf16)
-    assert grad_accumulation_seconds(shape, replace(layout, precision="fp16"), hw) == pytest.approx(bf16 * 6 / 10)
+    assert grad_accumulation_seconds(shape, replace(layout, grad_accum_dtype=None), hw) == \
+        pytest.approx(bf16 * 6 / 10)
+    assert grad_accumulation_seconds(shape, replace(layout, grad_accum_dtype=None, precision="fp16"), hw) == \
+        pytest.approx(bf16 * 6 / 10)
     assert grad_accumulation_seconds(shape, replace(layout, framework="megatron-lm", sharding="none"), hw) == 0
     assert grad_accumulation_seconds(shape, replace(layout, pp=1, sharding="zero2"), hw) == 0
     p = estimate_performance(shape, layout, hw, 1920)

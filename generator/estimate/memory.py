@@ -49,6 +49,9 @@ class Layout:
     moe_dispatcher: str = "alltoall"  # how tokens reach their experts: alltoall | allgather | flex
     tp_comm_overlap: bool = False  # the tensor-parallel collectives pipelined with the GEMMs
     overlap_p2p_comm: bool = False  # interleaved pipelines' sends overlapped with the chunks' compute
+    # DeepSpeed's data_types.grad_accum_dtype: None, its default (and what gen-launch renders),
+    # accumulates in the training dtype; "fp32" in fp32 copies (its BF16_Optimizer)
+    grad_accum_dtype: str | None = None
 
     @property
     def state_shards(self) -> int:

@@ -460,25 +460,27 @@ def optimizer_step_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     return hbm_seconds(moved, hw)
 
 
-# Bytes per parameter DeepSpeed moves to add one micro-batch's gradients to the ones before,
-# outside the GEMMs (Megatron-LM accumulates into its fp32 main gradients inside the weight-
-# gradient GEMMs, --gradient-accumulation-fusion, on by default): the new 16-bit gradient read,
-# the accumulation buffer read and written — fp32 under bf16 (DeepSpeed's BF16_Optimizer adds
-# each micro-batch's gradients to fp32 copies, runtime/bf16_optimizer.py), the 16-bit gradient
-# itself under fp16 (autograd's in-place add), fp32 in fp32 runs (fp8, which DeepSpeed refuses
-# (GL215), as bf16).
-DEEPSPEED_ACCUMULATION_BYTES = {"bf16": 2 + 2 * 4, "fp8": 2 + 2 * 4, "fp16": 2 + 2 * 2, "fp32": 4 + 2 * 4}
+# Bytes of a gradient by training precision (fp8, which DeepSpeed refuses (GL215), trains with
+# bf16 gradients)
+GRADIENT_DTYPE_BYTES = {"bf16": 2, "fp8": 2, "fp16": 2, "fp32": 4}
 
 
 def grad_accumulation_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
-    """Per micro-batch and GPU: DeepSpeed (and Megatron-DeepSpeed) accumulating the gradients of
-    the parameters the rank holds, at HBM bandwidth; nothing for Megatron-LM (fused into its
-    GEMMs) and FSDP, nor with ZeRO-2/3, whose per-micro-batch reductions into the gradient
+    """Per micro-batch and GPU: DeepSpeed (and Megatron-DeepSpeed) adding the micro-batch's
+    gradients to the ones before, in a pass of its own over the parameters the rank holds: the
+    new gradient read, the accumulation buffer read and written — in the training dtype by
+    default (autograd's in-place add, or its BF16_Optimizer's bf16 buffers: 6 bytes a parameter
+    in bf16), in fp32 with data_types.grad_accum_dtype fp32 (10; the BF16_Optimizer's fp32 copies,
+    runtime/bf16_optimizer.py) — at HBM bandwidth. Nothing for Megatron-LM, which accumulates into
+    its main gradients inside the weight-gradient GEMMs (--gradient-accumulation-fusion, on by
+    default), nor FSDP, nor with ZeRO-2/3, whose per-micro-batch reductions into the gradient
     partitions are not modelled."""
     if layout.framework not in ("deepspeed", "megatron-deepspeed") or layout.sharding in ("zero2", "zero3"):
         return 0.0
     dense, experts = rank_params(shape, layout)
-    return hbm_seconds((dense + experts) * DEEPSPEED_ACCUMULATION_BYTES[layout.precision], hw)
+    grad = GRADIENT_DTYPE_BYTES[layout.precision]
+    buffer = 4 if layout.grad_accum_dtype == "fp32" else grad
+    return hbm_seconds((dense + experts) * (grad + 2 * buffer), hw)
 
 
 def moe_permute_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
