@@ -270,9 +270,9 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     (p − 1)/(v·m); tensor-parallel all-reduces (exposed, but for what --tp-comm-overlap hides)
     and context-parallel K/V exchanges per layer (but for what the ring hides); the data-parallel
     gradient reduction overlapped with the backward pass except its last layer's share where the
-    run's files turn the overlap on (Layout.overlap_grad_reduce), else exposed. Every collective
-    runs on the link its group's placement gives (NVLink inside a node, else the inter-node
-    link; RANK_GROUPS)."""
+    run's files turn the overlap on (Layout.overlap_grad_reduce), else exposed; the optimizer
+    step after the last micro-batch. Every collective runs on the link its group's placement
+    gives (NVLink inside a node, else the inter-node link; RANK_GROUPS)."""
     model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
     m = maximum(layout.num_microbatches, 1)
