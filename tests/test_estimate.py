@@ -919,6 +919,36 @@ def test_deepspeed_adds_each_micro_batchs_gradients_outside_the_gemms() -> None:
     assert p.memory_s == pytest.approx(240 * (memory_bound_seconds(shape, layout, hw) + bf16))
 
 
+def test_deepspeed_zero2_and_zero3_reduce_every_micro_batchs_gradients() -> None:
+    """DeepSpeed's ZeRO-2 and ZeRO-3 reduce-scatter each micro-batch's gradients into their
+    partitions (stage_1_and_2.py reduces when partition_gradients, not only at the accumulation
+    boundary; stage3.py likewise); ZeRO-1 and FSDP reduce once a step. On 16 GPUs over two nodes,
+    4 micro-batches, without overlap: ZeRO-2 moves its gradients 4 times and gathers the updated
+    parameters once, ZeRO-1 reduces and gathers once, FSDP reduce-scatters once. With overlap_comm
+    each further micro-batch's reduction hides under its own backward but for what outlasts it.
+    Was: once a step for every sharding."""
+    from generator.estimate.performance import exposed_data_parallel
+
+    hw = Hardware(989, 0.62, 3.35, 450, 50, 8)
+    shape = Shape(32, 4096, 32, 8, 14336, 128256, 4096, swiglu=True, rmsnorm=True, bias=False,
+                  learned_positions=False, tie_embeddings=False)
+    once = 15 / 16 * count_params(shape).total * 2 / 50e9  # one ring pass of 16-bit gradients, 16 ranks
+    zero2 = Layout(dp=16, num_microbatches=4, sharding="zero2", framework="deepspeed", overlap_grad_reduce=False)
+
+    def dp_comm(layout: Layout) -> float:
+        return estimate_performance(shape, layout, hw, 64).dp_comm_s
+
+    assert dp_comm(zero2) == pytest.approx(5 * once)
+    assert dp_comm(replace(zero2, sharding="zero1")) == pytest.approx(2 * once)
+    assert dp_comm(replace(zero2, sharding="zero3", framework="fsdp")) == pytest.approx(once)
+    assert dp_comm(replace(zero2, sharding="zero3")) == pytest.approx(4 * once)
+    overlapped = replace(zero2, overlap_grad_reduce=True)
+    p = estimate_performance(shape, overlapped, hw, 64)
+    backward = p.compute_s * 2 / 3 / 4
+    assert p.dp_comm_s == pytest.approx(exposed_data_parallel(2 * once, backward, overlapped, 32)
+                                        + 3 * exposed_data_parallel(once, backward, overlapped, 32))
+
+
 def test_a_data_parallel_group_inside_one_node_communicates_over_nvlink(tmp_path: Path) -> None:
     """FSDP on one node of 8 H100s gathers and reduces over NVLink (450 GB/s), not the inter-node
     link (50 GB/s): without hybrid sharding the one-node job was costed as if it left the node."""

@@ -351,7 +351,13 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
             exposed_data_parallel(gather, forward_s, layout, shape.num_layers)
     else:
         overlapped = exposed_data_parallel(reduce + gather, backward_s, layout, shape.num_layers)
-    dp_comm = where(layout.overlap_grad_reduce, overlapped, reduce + gather)
+    # DeepSpeed's ZeRO-2 and ZeRO-3 reduce every micro-batch's gradients into their partitions
+    # (zero/stage_1_and_2.py reduce_ready_partitions_and_remove_grads with partition_gradients,
+    # zero/stage3.py), each under its own micro-batch's backward with overlap_comm; ZeRO-1, Megatron
+    # and FSDP (no_sync under accelerate's gradient accumulation) reduce once a step
+    more = where(partitions_gradients_each_micro_batch(layout), m - 1, 0)
+    overlapped = overlapped + more * exposed_data_parallel(reduce, backward_s, layout, shape.num_layers)
+    dp_comm = where(layout.overlap_grad_reduce, overlapped, reduce + gather + more * reduce)
     zero3 = 0.0
     if layout.sharding == "zero3":  # hybrid sharding (or a one-node job) gathers within the node
         link = hw.intranode_gbps if layout.shard_dp else link_gbps(layout, "dp_cp", hw)
@@ -364,6 +370,12 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
                        pp_comm, zero3, global_batch * shape.seq_length, gpus, hw.peak_tflops, moe_comm,
                        attention, casts, fp8_gemm_speedup(hw) if fp8_gemms(layout, hw) else None, permute,
                        accumulate, optimizer)
+
+
+def partitions_gradients_each_micro_batch(layout: Layout) -> bool:
+    """Whether the run reduces its gradients after every micro-batch, not once a step: DeepSpeed's
+    ZeRO-2 and ZeRO-3 (plain DeepSpeed and Megatron-DeepSpeed alike)."""
+    return layout.framework in ("deepspeed", "megatron-deepspeed") and layout.sharding in ("zero2", "zero3")
 
 
 def gradient_bytes(layout: Layout) -> int:
@@ -473,9 +485,10 @@ def grad_accumulation_seconds(shape: Shape, layout: Layout, hw: Hardware) -> flo
     in bf16), in fp32 with data_types.grad_accum_dtype fp32 (10; the BF16_Optimizer's fp32 copies,
     runtime/bf16_optimizer.py) — at HBM bandwidth. Nothing for Megatron-LM, which accumulates into
     its main gradients inside the weight-gradient GEMMs (--gradient-accumulation-fusion, on by
-    default), nor FSDP, nor with ZeRO-2/3, whose per-micro-batch reductions into the gradient
-    partitions are not modelled."""
-    if layout.framework not in ("deepspeed", "megatron-deepspeed") or layout.sharding in ("zero2", "zero3"):
+    default), nor FSDP, nor with ZeRO-2/3, which reduce each micro-batch's gradients into their
+    partitions instead (the data-parallel time counts those reductions)."""
+    deepspeed = layout.framework in ("deepspeed", "megatron-deepspeed")
+    if not deepspeed or partitions_gradients_each_micro_batch(layout):
         return 0.0
     dense, experts = rank_params(shape, layout)
     grad = GRADIENT_DTYPE_BYTES[layout.precision]
