@@ -895,9 +895,9 @@ def test_deepspeed_adds_each_micro_batchs_gradients_outside_the_gemms() -> None:
     parameters — the new gradient read, the accumulation buffer read and written: 6 bytes in bf16
     or fp16 by default (its grad_accum_dtype is the training dtype), 10 with fp32 accumulation
     (MT-NLG's BF16_Optimizer) — every micro-batch, in the memory-bound time; Megatron-LM fuses it
-    into the weight-gradient GEMMs (nothing), and ZeRO-2/3's per-micro-batch reductions are not
-    modelled (nothing). Was: none, so MT-NLG's 240 micro-batches of 1.9B parameters a GPU lost
-    2.8 s a step to nothing."""
+    into the weight-gradient GEMMs (nothing), and ZeRO-2/3 reduce each micro-batch's gradients
+    into their partitions instead (nothing here: the data-parallel time counts those). Was: none,
+    so MT-NLG's 240 micro-batches of 1.9B parameters a GPU lost 2.8 s a step to nothing."""
     from generator.estimate.performance import HBM_EFFICIENCY, grad_accumulation_seconds, memory_bound_seconds
 
     hw = Hardware(312, 0.63, 2.039, 300, 25, 8)
