@@ -372,10 +372,15 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
                        accumulate, optimizer)
 
 
+def runs_deepspeed(layout: Layout) -> bool:
+    """Whether DeepSpeed's engine trains the run (plain DeepSpeed and Megatron-DeepSpeed alike)."""
+    return layout.framework in ("deepspeed", "megatron-deepspeed")
+
+
 def partitions_gradients_each_micro_batch(layout: Layout) -> bool:
     """Whether the run reduces its gradients after every micro-batch, not once a step: DeepSpeed's
-    ZeRO-2 and ZeRO-3 (plain DeepSpeed and Megatron-DeepSpeed alike)."""
-    return layout.framework in ("deepspeed", "megatron-deepspeed") and layout.sharding in ("zero2", "zero3")
+    ZeRO-2 and ZeRO-3."""
+    return runs_deepspeed(layout) and layout.sharding in ("zero2", "zero3")
 
 
 def gradient_bytes(layout: Layout) -> int:
@@ -472,11 +477,6 @@ def optimizer_step_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     return hbm_seconds(moved, hw)
 
 
-# Bytes of a gradient by training precision (fp8, which DeepSpeed refuses (GL215), trains with
-# bf16 gradients)
-GRADIENT_DTYPE_BYTES = {"bf16": 2, "fp8": 2, "fp16": 2, "fp32": 4}
-
-
 def grad_accumulation_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     """Per micro-batch and GPU: DeepSpeed (and Megatron-DeepSpeed) adding the micro-batch's
     gradients to the ones before, in a pass of its own over the parameters the rank holds: the
@@ -487,11 +487,10 @@ def grad_accumulation_seconds(shape: Shape, layout: Layout, hw: Hardware) -> flo
     its main gradients inside the weight-gradient GEMMs (--gradient-accumulation-fusion, on by
     default), nor FSDP, nor with ZeRO-2/3, which reduce each micro-batch's gradients into their
     partitions instead (the data-parallel time counts those reductions)."""
-    deepspeed = layout.framework in ("deepspeed", "megatron-deepspeed")
-    if not deepspeed or partitions_gradients_each_micro_batch(layout):
+    if not runs_deepspeed(layout) or partitions_gradients_each_micro_batch(layout):
         return 0.0
     dense, experts = rank_params(shape, layout)
-    grad = GRADIENT_DTYPE_BYTES[layout.precision]
+    _, grad, _ = state_bytes_per_param(layout.precision, layout.sharding, 1)  # ZeRO-0/1: the whole gradient
     buffer = 4 if layout.grad_accum_dtype == "fp32" else grad
     return hbm_seconds((dense + experts) * (grad + 2 * buffer), hw)
 
