@@ -50,7 +50,7 @@ def explain_text(plan: Plan) -> str:
         f"  tp {plan.tp} × pp {plan.pp} × cp {plan.cp} × dp {plan.dp} = {plan.world_size} GPUs"
         + (f"; vpp {plan.vpp}" if plan.vpp > 1 else "")
         + (f"; ep {plan.ep}, etp {plan.etp}, expert dp {plan.expert_dp}" if s.model.num_experts else "")
-        + (_fsdp_text(plan) if plan.framework == "fsdp" else
+        + (_fsdp_text(plan) if plan.framework_record.fsdp else
            f"; ZeRO stage {plan.zero_stage}" if plan.zero_stage is not None else "")
         + ("; distributed optimizer" if s.parallelism.distributed_optimizer else ""),
         f"  {plan.gradient_accumulation_steps} micro-batches of {plan.micro_batch_size} per "

@@ -23,7 +23,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from generator.dialects import dialect
 from generator.errors import UserError
+from generator.frameworks import FRAMEWORKS, Framework, framework_of
 from generator.values import value
 
 SEVERITY = ("safe", "flags", "convert", "cannot")
@@ -43,9 +45,10 @@ BEHAVIOUR = ("rotary_base", "rotary_percent", "rope_scaling", "norm_epsilon", "a
 # how the weights and optimizer state are split over the ranks
 LAYOUT = ("tp", "pp", "vpp", "ep", "etp", "first_stage_layers", "last_stage_layers")
 # what a Megatron scheduler compares with the checkpoint's on load (BLOOM's fork: no weight decay)
+# what Megatron's scheduler compares with the checkpoint's (a dialect's capabilities may say
+# fewer: scheduler_checked)
 SCHEDULE = ("lr", "min_lr", "warmup_steps", "decay_steps", "decay_style", "wsd_decay_steps",
             "weight_decay", "weight_decay_steps")
-BLOOM_SCHEDULE = ("lr", "min_lr", "warmup_steps", "decay_steps", "decay_style")
 # tokenizers that read a vocab file: Megatron then also compares these with the checkpoint's
 VOCAB_FILE_TOKENIZERS = ("GPT2BPETokenizer", "BertWordPieceLowerCase", "BertWordPieceCase")
 UNIVERSAL = ("python -m deepspeed.checkpoint.ds_to_universal --input_folder {dir}/global_stepN "
@@ -127,6 +130,9 @@ def run_record(path: Path, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
         if "checkpoint" not in record:
             raise UserError(f"{path}: written by {record['generator']}, which did not record the "
                             "checkpoint; regenerate it from its spec (gen-launch generate) or give the spec")
+        if record.get("framework") not in FRAMEWORKS:
+            raise UserError(f"{path}: framework {record.get('framework')!r} is not one gen-launch writes "
+                            f"({', '.join(FRAMEWORKS)}); regenerate it from its spec")
         return record
     from generator.plan.stages import resolve_run, stage_folder
     from generator.spec.model import load_spec
@@ -158,6 +164,16 @@ def _dialect(record: dict[str, Any]) -> str:
     return (record.get("dialect") or {}).get("name") or record["framework"]
 
 
+def _capability(record: dict[str, Any], name: str, default: Any) -> Any:
+    """A capability of the run's Megatron dialect (its table), ``default`` without one."""
+    found = (record.get("dialect") or {}).get("name")
+    return default if found is None else dialect(found).capabilities.get(name, default)
+
+
+def _framework(record: dict[str, Any]) -> Framework:
+    return framework_of(record["framework"])
+
+
 def changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     """Every change between two run records that a checkpoint depends on, classified."""
     out: list[Change] = []
@@ -186,7 +202,7 @@ def _loads(old, new, out: list[Change]) -> str | None:
     (checkpoint.finetune_from); None when it loads neither."""
     saved, resumed = _at(old, "checkpoint.dir"), _at(new, "checkpoint.dir")
     finetune = _at(new, "checkpoint.finetune_from")
-    if saved is None and resumed is None and old["framework"] in ("deepspeed", "fsdp"):
+    if saved is None and resumed is None and not _framework(old).megatron_arguments:
         out.append(Change("checkpoint.dir", None, None, "safe",
                           "no checkpoint.dir: the entry point saves where its own arguments say "
                           "(launch.extra_args); resume-check takes it that NEW resumes there"))
@@ -227,8 +243,9 @@ def _model(old, new, out: list[Change]) -> None:
                               "keep the model, or start a new run (a grown or pruned model is a "
                               "conversion of its own, then checkpoint.finetune_from)"))
     learned = "learned_absolute" in (mo["position_embedding"], mn["position_embedding"])
-    megatron = new["framework"] in ("megatron-lm", "megatron-deepspeed")
-    bloom = _dialect(new) == "megatron-deepspeed/bigscience" and mn["position_embedding"] != "alibi"
+    megatron = _framework(new).megatron_arguments
+    always = _capability(new, "max_positions_checked", "with-vocab-file") == "always"
+    bloom = always and mn["position_embedding"] != "alibi"
     vocab_file = _at(new, "tokenizer.type") in VOCAB_FILE_TOKENIZERS
     if mo["max_position_embeddings"] != mn["max_position_embeddings"]:
         if learned:
@@ -283,7 +300,7 @@ def _layout(old, new, out: list[Change], weights_only: bool) -> None:
     experts = bool(old["model"].get("num_experts"))
     changed = [k for k in LAYOUT if po.get(k) != pn.get(k) and (experts or k not in ("ep", "etp"))]
     fmt = old["checkpoint"]["format"]
-    framework = new["framework"]
+    framework = _framework(new)
     for key in changed:
         out.append(_layout_change(f"parallelism.{key}", po.get(key), pn.get(key), old, new, weights_only))
     if po["cp"] != pn["cp"]:
@@ -291,8 +308,8 @@ def _layout(old, new, out: list[Change], weights_only: bool) -> None:
                           "context parallelism splits the sequence, not the weights"))
     if po["dp"] != pn["dp"]:
         out.append(_dp_change(po["dp"], pn["dp"], old, new, weights_only))
-    if po["zero_stage"] != pn["zero_stage"] and framework != "megatron-lm":
-        if framework == "fsdp":
+    if po["zero_stage"] != pn["zero_stage"] and framework.sharding != "distributed_optimizer":
+        if framework.fsdp:
             out.append(Change("parallelism.zero_stage", po["zero_stage"], pn["zero_stage"], "safe",
                               "FSDP's sharded checkpoint (torch.distributed.checkpoint) loads under either "
                               "sharding strategy"))
@@ -300,8 +317,9 @@ def _layout(old, new, out: list[Change], weights_only: bool) -> None:
             out.append(Change("parallelism.zero_stage", po["zero_stage"], pn["zero_stage"], "convert",
                               "DeepSpeed saves the optimizer state in the partitions of its ZeRO stage",
                               UNIVERSAL.format(dir=_shown(old["checkpoint"]["dir"]))
-                              if framework == "megatron-deepspeed" else _plain_universal(old)))
-    if po["distributed_optimizer"] != pn["distributed_optimizer"] and framework == "megatron-lm" \
+                              if framework.megatron_arguments else _plain_universal(old)))
+    if po["distributed_optimizer"] != pn["distributed_optimizer"] \
+            and framework.sharding == "distributed_optimizer" \
             and not weights_only:
         out.append(Change("parallelism.distributed_optimizer", po["distributed_optimizer"],
                           pn["distributed_optimizer"], "convert",
@@ -309,7 +327,7 @@ def _layout(old, new, out: list[Change], weights_only: bool) -> None:
                           "plain optimizer's, and gen-launch knows no load across them",
                           "keep parallelism.distributed_optimizer, or take the weights only "
                           "(checkpoint.finetune_from: the optimizer state starts anew)"))
-    if framework == "megatron-lm" and fmt != new["checkpoint"]["format"]:
+    if framework.checkpoint_format is None and fmt != new["checkpoint"]["format"]:
         out.append(Change("checkpoint.format", fmt, new["checkpoint"]["format"],
                           "safe" if fmt == "torch" else "cannot",
                           "Megatron reads the format on disk and saves in NEW's from then on"
@@ -319,8 +337,8 @@ def _layout(old, new, out: list[Change], weights_only: bool) -> None:
 
 
 def _layout_change(field: str, was: Any, now: Any, old, new, weights_only: bool) -> Change:
-    framework, fmt = new["framework"], old["checkpoint"]["format"]
-    if framework == "megatron-lm":
+    framework, fmt = _framework(new), old["checkpoint"]["format"]
+    if framework.checkpoint_format is None:  # megatron-core's --ckpt-format
         if fmt == "torch":
             return Change(field, was, now, "convert",
                           "a torch-format checkpoint holds one file per (tp, pp) rank: Megatron asserts "
@@ -344,7 +362,7 @@ def _layout_change(field: str, was: Any, now: Any, old, new, weights_only: bool)
                       "give OLD checkpoint.reshardable: true (--dist-ckpt-optim-fully-reshardable, "
                       "core_v0.16 and later) before it saves, or resume once at the old layout with it "
                       "to save such a checkpoint; else take the weights only (checkpoint.finetune_from)")
-    if framework == "megatron-deepspeed":
+    if framework.deepspeed_engine and framework.megatron_arguments:
         if new["checkpoint"].get("universal"):
             return Change(field, was, now, "safe", "NEW loads a universal checkpoint "
                           "(--universal-checkpoint), which holds every parameter whole")
@@ -352,7 +370,7 @@ def _layout_change(field: str, was: Any, now: Any, old, new, weights_only: bool)
                       "DeepSpeed saves one file per (tp, pp) rank and the optimizer state per "
                       "data-parallel rank; the fork asserts tensor and pipeline sizes equal",
                       UNIVERSAL.format(dir=_shown(old["checkpoint"]["dir"])))
-    if framework == "fsdp":
+    if framework.checkpoint_format == "torch_dcp":
         return Change(field, was, now, "safe", "FSDP's sharded checkpoint (torch.distributed.checkpoint) "
                       "reshards on load")
     return Change(field, was, now, "convert", "DeepSpeed's pipeline checkpoint holds one file per stage",
@@ -366,26 +384,27 @@ def _plain_universal(old) -> str:
 
 
 def _dp_change(was: int, now: int, old, new, weights_only: bool) -> Change:
-    field, framework = "parallelism.dp", new["framework"]
+    field, framework = "parallelism.dp", _framework(new)
     if weights_only:
         return Change(field, was, now, "safe", "the weights do not depend on the data-parallel size")
-    if framework == "megatron-lm":
+    if framework.checkpoint_format is None:  # megatron-core's
         return Change(field, was, now, "safe", "Megatron saves the distributed optimizer's state "
                       "reshardable over data-parallel ranks (torch_dist: dp_reshardable; torch: gathered "
                       "per (tp, pp) rank)")
-    if framework == "fsdp":
+    if framework.checkpoint_format == "torch_dcp":
         return Change(field, was, now, "safe", "FSDP's sharded checkpoint (torch.distributed.checkpoint) "
                       "reshards on load")
+    forked = framework.deepspeed_engine and framework.megatron_arguments  # Megatron-DeepSpeed
     partitioned = bool(old["parallelism"]["zero_stage"]) or (
-        framework == "megatron-deepspeed" and old["training"]["precision"] == "bf16")
+        forked and old["training"]["precision"] == "bf16")
     if not partitioned:
         return Change(field, was, now, "safe", "without ZeRO the optimizer state is saved whole")
-    if framework == "megatron-deepspeed" and new["checkpoint"].get("universal"):
+    if forked and new["checkpoint"].get("universal"):
         return Change(field, was, now, "safe", "NEW loads a universal checkpoint (--universal-checkpoint)")
     return Change(field, was, now, "convert",
                   "DeepSpeed saves the optimizer state partitioned over the data-parallel ranks (ZeRO, "
                   "or its BF16 optimizer under Megatron-DeepSpeed)",
-                  UNIVERSAL.format(dir=_shown(old["checkpoint"]["dir"])) if framework == "megatron-deepspeed"
+                  UNIVERSAL.format(dir=_shown(old["checkpoint"]["dir"])) if forked
                   else _plain_universal(old))
 
 
@@ -409,7 +428,7 @@ def _batch(old, new, out: list[Change]) -> None:
 
 def _schedule(old, new, out: list[Change]) -> None:
     so, sn = old["scheduler"], new["scheduler"]
-    if new["framework"] not in ("megatron-lm", "megatron-deepspeed"):
+    if not _framework(new).megatron_arguments:
         differ = [k for k in ("lr", "min_lr", "warmup_steps", "decay_steps", "decay_style")
                   if so.get(k) != sn.get(k)]
         for key in differ:
@@ -417,7 +436,7 @@ def _schedule(old, new, out: list[Change]) -> None:
                               "the scheduler restores its step and follows NEW's schedule from it (the "
                               "learning rate may jump at the resumed step)"))
         return
-    checked = BLOOM_SCHEDULE if _dialect(new) == "megatron-deepspeed/bigscience" else SCHEDULE
+    checked = _capability(new, "scheduler_checked", SCHEDULE)
     differ = [k for k in checked if so.get(k) != sn.get(k)]
     if not differ:
         return
@@ -443,8 +462,6 @@ def _schedule(old, new, out: list[Change]) -> None:
 
 def _schedule_flags(record: dict[str, Any]) -> dict[str, str]:
     """{checkpoint.schedule value: the flag NEW's dialect writes for it} (from its table)."""
-    from generator.dialects import dialect
-
     d = dialect(_dialect(record), (record.get("dialect") or {}).get("release"))
     values = {"resume_schedule": "checkpoint", "override_schedule": "spec"}
     return {values[e.value]: e.flag for e in d.entries if e.value in values}

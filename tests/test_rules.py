@@ -146,7 +146,7 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
                 "sequence_parallel": True, "deepspeed_flag": True},
                {"tp": 2, "framework": "megatron-deepspeed", "megatron_dialect": "megatron-deepspeed/microsoft",
                 "sequence_parallel": False, "deepspeed_flag": True},
-               "microsoft/Megatron-DeepSpeed requires export CUDA_DEVICE_MAX_CONNECTIONS=1 with --sequence-parallel"),
+               "Megatron-DeepSpeed (microsoft) requires export CUDA_DEVICE_MAX_CONNECTIONS=1 with --sequence-parallel"),
               ({"tp": 1, "framework": "megatron-deepspeed", "megatron_dialect": "megatron-deepspeed/microsoft",
                 "sequence_parallel": False, "deepspeed_flag": False},
                {"tp": 4, "framework": "megatron-deepspeed", "megatron_dialect": "megatron-deepspeed/bigscience",

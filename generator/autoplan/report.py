@@ -8,6 +8,7 @@ from typing import Any
 
 from generator.autoplan.search import Candidate, Search, search
 from generator.estimate.memory import GIB
+from generator.frameworks import framework_of
 
 _COLUMNS = ("#", "tp", "pp", "cp", "ep", "vpp", "dp", "micro", "acc", "sharding", "recompute",
             "memory GiB", "step s", "MFU")
@@ -126,7 +127,8 @@ def nothing_fits(spec, given: dict[str, Any], result: Search) -> str:
         found = search(changed, domains(given, changed), keep=1)
         if found.ranked:
             would.append(f"{label}: {found.fitting:,} layouts fit, the best {layout_text(found.ranked[0])}")
-    sharding = "parallelism.distributed_optimizer" if spec.framework == "megatron-lm" \
+    sharding = "parallelism.distributed_optimizer" \
+        if framework_of(spec.framework).sharding == "distributed_optimizer" \
         else "parallelism.zero_stage"
     unsearched = [path for path in ("batch.micro_batch_size", "training.recompute", sharding,
                                     "parallelism.pp", "parallelism.tp") if path not in given]

@@ -20,6 +20,7 @@ from generator.estimate.memory import GIB, Memory, estimate_memory
 from generator.estimate.params import Shape
 from generator.estimate.performance import Performance, estimate_performance
 from generator.estimate.plan import hardware_of, spec_layout, usable_memory_gib
+from generator.frameworks import framework_of
 from generator.plan.batch import solve_batch
 from generator.plan.plan import PlanError, batch_facts, resolve, spec_facts
 from generator.rules import RULES, Fact, Finding
@@ -286,7 +287,7 @@ def _layout(spec, v: dict[str, Any], recompute):
 def _shape(spec, tp: int, shapes: dict[int, Shape]) -> Shape:
     """The model as built for a tp (Megatron pads the vocabulary for it), one per tp."""
     if tp not in shapes:
-        megatron = spec.framework.startswith("megatron")
+        megatron = framework_of(spec.framework).megatron_arguments
         shapes[tp] = Shape.of(spec.model, spec.model.padded_vocab_size(tp) if megatron else None)
     return shapes[tp]
 
@@ -321,7 +322,7 @@ def _layouts(spec, choices: dict[str, list], rules: _Rules, out: Search):
 
 def _tensor(spec, choices, v):
     fixed_sp = "sequence_parallel" in (spec.doc.data.get("parallelism") or {})
-    expressible_sp = spec.framework != "deepspeed" and \
+    expressible_sp = not framework_of(spec.framework).plain_deepspeed and \
         expressible(spec, "sequence_parallel", [True]) == [True]
     for tp in choices["tp"]:
         sp = spec.parallelism.sequence_parallel if fixed_sp else tp > 1 and expressible_sp

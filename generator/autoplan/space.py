@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from generator.frameworks import framework_of
 from generator.rules.suggest import divisors
 
 # short name -> (dotted path, the placeholder a template spec holds while the field is searched)
@@ -58,20 +59,21 @@ def domains(given: dict[str, Any], spec) -> dict[str, list]:
     from generator import presets
     from generator.estimate.plan import nvlink_gpus
 
-    c, m, p, fw = spec.cluster, spec.model, spec.parallelism, spec.framework
+    c, m, p, fw = spec.cluster, spec.model, spec.parallelism, framework_of(spec.framework)
     world = c.nodes * c.gpus_per_node
-    megatron = fw != "deepspeed"
+    megatron = not fw.plain_deepspeed  # tensor and pipeline parallel layers
     reach = nvlink_gpus(presets.gpus().get(c.gpu, {}), c.gpus_per_node)
     default = {
         # within an NVLink domain (up to 8 where it spans nodes); DeepSpeed has no tp
         "tp": [d for d in divisors(reach) if d <= max(c.gpus_per_node, 8)] if megatron else [1],
         # pp dividing the world, at most the layers; DeepSpeed's pipeline engine only when listed
         "pp": [d for d in divisors(world) if d <= m.num_layers] if megatron else [1],
-        "cp": [x for x in CONTEXT_PARALLEL if x <= world] if fw != "megatron-deepspeed" else [1],
+        "cp": [x for x in CONTEXT_PARALLEL if x <= world] if fw.megatron_core or not fw.megatron_arguments
+        else [1],
         "ep": divisors(m.num_experts) if m.num_experts else [1],
-        "vpp": ["auto"] if fw == "megatron-lm" else [1],  # per pp: see virtual_stages
-        "zero_stage": [0, 1, 2, 3] if fw != "megatron-lm" else [None],
-        "distributed_optimizer": [False, True] if fw == "megatron-lm" else [False],
+        "vpp": ["auto"] if fw.megatron_core else [1],  # per pp: see virtual_stages
+        "zero_stage": [None] if fw.sharding == "distributed_optimizer" else [0, 1, 2, 3],
+        "distributed_optimizer": [False, True] if fw.sharding == "distributed_optimizer" else [False],
         "micro_batch_size": list(MICRO_BATCHES),
         "recompute": expressible(spec, "recompute", ["none", "selective", "full"]),
     }

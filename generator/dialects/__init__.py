@@ -16,11 +16,11 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
+from generator.frameworks import ARGUMENT_DIALECTS, argument_dialect, forks
 from generator.resources import read_kept, read_yaml
 from generator.values import value
 
 _DIR = Path(__file__).resolve().parent
-MEGATRON_FORKS = ("microsoft", "bigscience")
 
 
 @dataclass(frozen=True)
@@ -290,14 +290,13 @@ def title_of(framework: str, megatron_dialect: str | None) -> str:
 
 def dialect_of(spec) -> Dialect | None:
     """The dialect a spec's Megatron arguments are written in (None: no Megatron arguments)."""
-    if spec.framework == "megatron-deepspeed":
-        return dialect(f"megatron-deepspeed/{spec.megatron.fork}")
-    if spec.framework != "megatron-lm":
-        return None
     from generator import presets
 
-    ascend = presets.gpus()[spec.cluster.gpu].get("vendor") == "huawei"
-    return dialect("mindspeed-llm" if ascend else "megatron-lm", spec.megatron.version)
+    record = argument_dialect(spec.framework, spec.megatron.fork,
+                              presets.gpus()[spec.cluster.gpu].get("vendor"))
+    if record is None:
+        return None
+    return dialect(record.name, spec.megatron.version if record.releases else None)
 
 
 @cache
@@ -311,40 +310,48 @@ def all_entries() -> tuple[Entry, ...]:
     return tuple(seen.values())
 
 
-def detect(flags: set[str], alibi: bool = False) -> Dialect:
-    """The dialect a script's entry-point flags are written in: Megatron-DeepSpeed when it passes
-    --deepspeed (the fork whose parser defines more of its flags; ALiBi or --checkpoint-activations
-    without --recompute-granularity: BLOOM's); without it, a fork whose parser defines more of
-    them than Megatron-LM's does (BLOOM's scripts run without DeepSpeed too), MindSpeed-LLM with
-    MindSpeed's switches, else Megatron-LM (latest)."""
-    forks = {fork: dialect(f"megatron-deepspeed/{fork}") for fork in MEGATRON_FORKS}
-    known = {fork: sum(f in d.catalogue for f in flags) for fork, d in forks.items()}
+def detect(flags: set[str], meanings: frozenset[str] = frozenset()) -> Dialect:
+    """The dialect a script's entry-point flags are written in (``meanings``: "value=meaning" for
+    plan values its words carry, e.g. position_embedding=alibi). With --deepspeed: the
+    Megatron-DeepSpeed fork whose parser defines more of its flags, unless a fork's record has a
+    decisive hint or, among equals, a tie-breaking one (frameworks.ArgumentDialect); without it, a
+    fork whose parser defines more of them than Megatron-LM's does (BigScience's scripts run
+    without DeepSpeed too), a vendor's dialect (MindSpeed-LLM) with flags only its parser defines,
+    else Megatron-LM (latest)."""
+    meanings = set(meanings)
+    known = {fork.name: sum(f in dialect(fork.name).catalogue for f in flags) for fork in forks()}
     if "--deepspeed" in flags:
-        if alibi or known["bigscience"] > known["microsoft"]:
-            return forks["bigscience"]
-        if known["bigscience"] == known["microsoft"] and "--checkpoint-activations" in flags \
-                and "--recompute-granularity" not in flags:
-            return forks["bigscience"]
-        return forks["microsoft"]
-    megatron_lm = dialect("megatron-lm").catalogue
-    mindspeed = catalogue("mindspeed-028de58c")
-    own = sum(f in megatron_lm or f in mindspeed for f in flags)
-    best = max(MEGATRON_FORKS, key=lambda fork: known[fork])
-    if known[best] > own:
-        return forks[best]
-    if any(f in mindspeed and f not in megatron_lm for f in flags):
-        return dialect("mindspeed-llm")
-    return dialect("megatron-lm")
+        decided = [f for f in forks() if f.hinted(f.decisive, flags, meanings)]
+        if decided:
+            return dialect(decided[0].name)
+        best = max(known.values())
+        tied = [f for f in forks() if known[f.name] == best]
+        chosen = next((f for f in tied if f.hinted(f.tie_break, flags, meanings)), tied[0])
+        return dialect(chosen.name)
+    family = [d for d in ARGUMENT_DIALECTS.values() if d.fork is None]
+    base = next(d for d in family if d.vendor is None)
+    own_catalogues = [dialect(d.name).catalogue for d in family]
+    own = sum(any(f in cat for cat in own_catalogues) for f in flags)
+    best_fork = max(forks(), key=lambda fork: known[fork.name])
+    if known[best_fork.name] > own:
+        return dialect(best_fork.name)
+    base_catalogue = dialect(base.name).catalogue
+    for vendor in family:
+        if vendor is not base and any(f in dialect(vendor.name).catalogue and f not in base_catalogue
+                                      for f in flags):
+            return dialect(vendor.name)
+    return dialect(base.name)
 
 
 def plausible(flags: set[str], detected: Dialect) -> list[Dialect]:
     """The dialects a script's flags fit as well as the detected one (whose parsers define as
-    many of them), the detected first: a flag one of them accepts is not surely wrong."""
-    if detected.name == "mindspeed-llm":
+    many of them), the detected first: a flag one of them accepts is not surely wrong. A vendor's
+    dialect (MindSpeed-LLM) is judged alone; --deepspeed leaves only the forks."""
+    if ARGUMENT_DIALECTS[detected.name].vendor is not None:
         return [detected]
-    names = [f"megatron-deepspeed/{fork}" for fork in MEGATRON_FORKS]
+    names = [fork.name for fork in forks()]
     if "--deepspeed" not in flags:
-        names.append("megatron-lm")
+        names += [d.name for d in ARGUMENT_DIALECTS.values() if d.fork is None and d.vendor is None]
     fit = {name: sum(f in dialect(name).catalogue for f in flags) for name in names}
     best = fit.get(detected.name, max(fit.values()))
     return [detected] + [dialect(n) for n in names if n != detected.name and fit[n] >= best]

@@ -15,14 +15,15 @@ def dialect() -> KeyedDialect:
 def accelerate_values(plan) -> dict[str, Any]:
     """The values accelerate_config.yaml carries, under the names accelerate.yaml uses."""
     s, p, t = plan.spec, plan.spec.parallelism, plan.spec.training
-    fsdp = plan.framework == "fsdp"
+    fsdp = plan.framework_record.fsdp
+    deepspeed = plan.framework_record.deepspeed_engine
     return {
         "framework": plan.framework,
         "mixed_precision": {"bf16": "bf16", "fp16": "fp16"}.get(t.precision, "no") if fsdp else None,
         "nodes": s.cluster.nodes, "world_size": plan.world_size,
         "use_cpu": plan.gpu.get("vendor") == "cpu",
-        "deepspeed": plan.framework == "deepspeed",
-        "zero3_init": plan.zero_stage == 3 if plan.framework == "deepspeed" else None,
+        "deepspeed": deepspeed,
+        "zero3_init": plan.zero_stage == 3 if deepspeed else None,
         "fsdp": fsdp,
         "reshard_after_forward": plan.fsdp_reshard_after_forward if fsdp else None,
         "offload_params": p.zero_offload != "none" if fsdp else None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.dialects import Dialect, dialect, megatron_dialect_names
+from generator.frameworks import ARGUMENT_DIALECTS
 from generator.spec.model import ARCHITECTURE
 from generator.values import value
 
@@ -56,10 +57,6 @@ SPEC_FIELD = {
 _FALSE_IS_A_CHOICE = {"linear_bias", "qkv_bias"}
 # Megatron's fixed Llama-3.1 frequencies (rope_utils: low 1, high 4, original context 8192)
 _MEGATRON_ROPE_FREQUENCIES = (1.0, 4.0, 8192)
-# how a spec selects each dialect
-_SETTING = {"megatron-lm": "framework: megatron-lm", "mindspeed-llm": "framework: megatron-lm",
-            "megatron-deepspeed/microsoft": "megatron.fork: microsoft",
-            "megatron-deepspeed/bigscience": "megatron.fork: bigscience"}
 # values that only say how others are written (no flag of their own has to carry them)
 _CARRIED = {"world_size", "dp", "global", "accumulation", "steps", "warmup_steps", "vocab_size",
             "layers_per_virtual_stage", "lr_warmup_fraction",
@@ -75,6 +72,9 @@ def megatron_values(plan) -> dict[str, Any]:
     experts = bool(m.num_experts)
     wsd = t.decay == "wsd"
     ascend = plan.gpu.get("vendor") == "huawei"
+    record = plan.framework_record
+    # Megatron's own gradient reduction (a DeepSpeed engine reduces in its own way)
+    megatron_reduces = record.megatron_core
     return {
         "num_layers": m.num_layers, "hidden_size": m.hidden_size, "ffn_hidden_size": m.ffn_hidden_size,
         "num_attention_heads": m.num_attention_heads, "group_query_attention": gqa,
@@ -117,13 +117,12 @@ def megatron_values(plan) -> dict[str, Any]:
         "exit_duration_minutes": plan.exit_duration_minutes,
         **_run_schedule(plan),
         # what the step-time model counts as hidden under the backward pass (estimate/performance)
-        "overlap_grad_reduce": plan.framework == "megatron-lm" and plan.overlap_grad_reduce,
-        "overlap_param_gather": plan.framework == "megatron-lm" and plan.overlap_grad_reduce
-        and p.distributed_optimizer,
+        "overlap_grad_reduce": megatron_reduces and plan.overlap_grad_reduce,
+        "overlap_param_gather": megatron_reduces and plan.overlap_grad_reduce and p.distributed_optimizer,
         "flash_attention": t.flash_attention if ascend else False,
-        "deepspeed_flag": plan.framework == "megatron-deepspeed",
-        "deepspeed_config": "ds_config.json" if plan.framework == "megatron-deepspeed" else None,
-        "zero_stage": plan.zero_stage if plan.framework == "megatron-deepspeed" else None,
+        "deepspeed_flag": record.deepspeed_engine,
+        "deepspeed_config": "ds_config.json" if record.deepspeed_engine else None,
+        "zero_stage": plan.zero_stage if record.deepspeed_engine else None,
         # for the comments only
         "world_size": plan.world_size, "dp": plan.dp, "global": plan.global_batch_size,
         "accumulation": plan.gradient_accumulation_steps, "steps": plan.schedule.train_iters,
@@ -261,7 +260,8 @@ def trainer_values(plan) -> dict[str, Any]:
         kwargs = {"min_lr": t.min_lr}
     elif plan.hf_scheduler == "warmup_stable_decay":
         kwargs = {"num_decay_steps": plan.wsd_decay_iters, "min_lr_ratio": plan.min_lr_ratio}
-    fsdp = plan.framework == "fsdp" and s.launch.launcher != "accelerate"
+    fsdp_sharded = plan.framework_record.fsdp
+    fsdp = fsdp_sharded and s.launch.launcher != "accelerate"
     shard = "full_shard" if plan.fsdp_reshard_after_forward else "shard_grad_op"
     return {
         "micro_batch_size": plan.micro_batch_size,
@@ -274,7 +274,8 @@ def trainer_values(plan) -> dict[str, Any]:
         "log_interval": t.log_interval, "precision": t.precision, "packing": s.data.packing,
         "fsdp": f"{shard} auto_wrap" if fsdp else None,
         "fsdp_config": json.dumps(plan.fsdp_trainer_config, sort_keys=True) if fsdp else None,
-        "gradient_checkpointing": t.recompute != "none" and plan.framework != "fsdp",
+        # (FSDP checkpoints activations through its own config: fsdp_config)
+        "gradient_checkpointing": t.recompute != "none" and not fsdp_sharded,
         **_trainer_run_io(s),
         # for the comments only
         "global": plan.global_batch_size, "accumulation": plan.gradient_accumulation_steps,
@@ -357,11 +358,11 @@ def expressing(name: str, value: Any, values: dict[str, Any], release: str | Non
     """The dialects that can write ``name`` = ``value``."""
     out = []
     for candidate in megatron_dialect_names():
-        if (candidate == "mindspeed-llm") != bool(values.get("ascend")) and candidate.startswith(("mindspeed",
-                                                                                                  "megatron-lm")):
+        record = ARGUMENT_DIALECTS[candidate]
+        if record.fork is None and (record.vendor == "huawei") != bool(values.get("ascend")):
             continue  # MindSpeed-LLM is Megatron-LM on Ascend, and only there
-        d = dialect(candidate, release if candidate in ("megatron-lm", "mindspeed-llm") else None)
+        d = dialect(candidate, release if record.releases else None)
         if name not in unexpressed(d, {**values, name: value}):
-            out.append(f"{d} ({_SETTING[candidate]})")
+            out.append(f"{d} ({record.selected_by})")
     return out
 

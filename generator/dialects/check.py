@@ -16,6 +16,7 @@ from generator.dialects.arguments import (
     written_flags,
 )
 from generator.dialects.argv import split
+from generator.frameworks import frameworks_where
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
 from generator.values import value
@@ -39,14 +40,12 @@ def dialect_findings(plan) -> list[Finding]:
     return findings
 
 
-_READ_BY = {"fork": ("megatron-deepspeed",), "version": ("megatron-lm",)}
-
-
 def _ignored_settings(spec) -> list[Finding]:
     """GL221: megatron.fork / megatron.version given where the framework does not read them."""
     given = spec.doc.data.get("megatron") or {}
     out = []
-    for key, frameworks in _READ_BY.items():
+    for key in ("fork", "version"):
+        frameworks = frameworks_where(dialect_setting=f"megatron.{key}")
         if key in given and spec.framework not in frameworks:
             fact = Fact((f"megatron.{key}", given[key], spec.framework, " or ".join(frameworks)),
                         spec.where(f"megatron.{key}"))

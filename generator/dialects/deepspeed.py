@@ -17,7 +17,7 @@ def deepspeed_values(plan) -> dict[str, Any]:
     run does not use them (plain DeepSpeed owns the optimizer and scheduler; Megatron-DeepSpeed
     passes its own)."""
     t, p = plan.spec.training, plan.spec.parallelism
-    plain = plan.framework == "deepspeed"
+    plain = plan.framework_record.plain_deepspeed
     return {
         "global_batch_size": plan.global_batch_size, "micro_batch_size": plan.micro_batch_size,
         "gradient_accumulation_steps": plan.gradient_accumulation_steps,

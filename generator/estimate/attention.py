@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any
 
 from generator.estimate.vectors import where
+from generator.frameworks import framework_of
 
 LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
 H100_PEAK = 989.0
@@ -56,7 +57,8 @@ BACKWARD_FLOPS = 2.5  # a flash backward's matmuls: S again, dV, dP, dQ, dK (5) 
 
 
 def kernel_for(framework: str, preset_kernel: str) -> str:
-    return preset_kernel if framework == "megatron-lm" else FLASH_ATTENTION_2[preset_kernel]
+    own = framework_of(framework).attention_kernel == "preset"
+    return preset_kernel if own else FLASH_ATTENTION_2[preset_kernel]
 
 
 @cache

@@ -81,7 +81,7 @@ def host_load(plan, shape: Shape, layout: Layout) -> HostLoad | None:
     weight_bytes = 4 if spec.training.precision == "fp32" else 2
     if plan.uses_trainer:
         model = count_params(shape).total * weight_bytes
-        if plan.framework == "fsdp":
+        if plan.framework_record.fsdp:
             return HostLoad(model, "from_pretrained on each node's local rank 0 (FSDP "
                             "cpu_ram_efficient_loading; the others start empty)", capacity, source)
         if plan.zero_stage == 3:
@@ -90,13 +90,12 @@ def host_load(plan, shape: Shape, layout: Layout) -> HostLoad | None:
         return HostLoad(model * per_node, f"from_pretrained in each of the node's {per_node} "
                         "processes: a whole copy each", capacity, source)
     ckpt = spec.checkpoint
-    megatron = plan.framework in ("megatron-lm", "megatron-deepspeed")
-    if not megatron or (ckpt.dir is None and ckpt.finetune_from is None):
+    if not plan.uses_megatron or (ckpt.dir is None and ckpt.finetune_from is None):
         return None
     resume = ckpt.dir is not None  # the folder it saves to is the one it resumes from
     what = "resuming from checkpoint.dir" if resume else "loading checkpoint.finetune_from (weights only)"
     params = sum(rank_params(shape, layout))
-    if plan.framework == "megatron-deepspeed":
+    if plan.uses_deepspeed:
         optimizer = state_bytes(layout) * params / max(plan.dp, 1) if resume else 0.0
         return HostLoad(per_node * (weight_bytes * params + optimizer), f"{what}: DeepSpeed's engine "
                         "loads each rank's model states and optimizer partition onto the CPU",

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from generator.estimate.params import Shape, count_params
 from generator.estimate.vectors import maximum, minimum, where
+from generator.frameworks import framework_of
 from generator.values import value
 
 GIB = 1 << 30
@@ -249,7 +250,8 @@ def alternatives(shape: Shape, layout: Layout, capacity_gib: float,
         options.append((f"micro batch {layout.micro_batch_size // 2}",
                         replace(layout, micro_batch_size=layout.micro_batch_size // 2,
                                 num_microbatches=layout.num_microbatches * 2)))
-    if layout.framework == "megatron-lm" and layout.sharding == "none" and layout.dp > 1:
+    if framework_of(layout.framework).sharding == "distributed_optimizer" and layout.sharding == "none" \
+            and layout.dp > 1:
         options.append(("distributed optimizer", replace(layout, sharding="distributed_optimizer")))
     if layout.sharding in ("zero1", "zero2", "zero3") and layout.offload == "none":
         options.append(("CPU offload of the optimizer", replace(layout, offload="optimizer")))
@@ -258,7 +260,7 @@ def alternatives(shape: Shape, layout: Layout, capacity_gib: float,
         if nxt < 2 or layout.pp == 1:  # ZeRO-2/3 do not run with DeepSpeed's pipeline engine
             options.append((f"ZeRO stage {nxt}", replace(layout, sharding=f"zero{nxt}")))
     if layout.dp % 2 == 0 and shape.num_attention_heads % (2 * layout.tp) == 0 and \
-            2 * layout.tp <= gpus_per_node and layout.framework != "deepspeed":
+            2 * layout.tp <= gpus_per_node and not framework_of(layout.framework).plain_deepspeed:
         options.append((f"tp {2 * layout.tp}", replace(layout, tp=2 * layout.tp, dp=layout.dp // 2,
                                                         sequence_parallel=True)))
     if layout.dp % 2 == 0 and shape.num_layers % (2 * layout.pp) == 0:

@@ -21,6 +21,7 @@ from generator.estimate.attention import IN_TRAINING, core_seconds, forward_pass
 from generator.estimate.memory import Layout, fp8_params, rank_params, state_bytes_per_param
 from generator.estimate.params import Shape
 from generator.estimate.vectors import maximum, minimum, where
+from generator.frameworks import framework_of
 from generator.values import value
 
 # FP8 (Transformer Engine): the transformer layers' linear GEMMs run on the FP8 peak at this
@@ -374,7 +375,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
 
 def runs_deepspeed(layout: Layout) -> bool:
     """Whether DeepSpeed's engine trains the run (plain DeepSpeed and Megatron-DeepSpeed alike)."""
-    return layout.framework in ("deepspeed", "megatron-deepspeed")
+    return framework_of(layout.framework).deepspeed_engine
 
 
 def partitions_gradients_each_micro_batch(layout: Layout) -> bool:
@@ -389,7 +390,8 @@ def gradient_bytes(layout: Layout) -> int:
     accumulate_allreduce_grads_in_fp32 for bf16, and so for fp8, which trains with --bf16; fp32
     runs' gradients are fp32), in 16 bits with fp16 or bf16 main gradients; DeepSpeed and FSDP
     in the 16-bit training dtype (their default communication dtype)."""
-    if layout.framework == "megatron-lm" and layout.precision != "fp16" and layout.main_grads == "fp32":
+    if framework_of(layout.framework).megatron_core and layout.precision != "fp16" \
+            and layout.main_grads == "fp32":
         return 4
     return 2
 

@@ -16,6 +16,7 @@ from generator.estimate.memory import (
 )
 from generator.estimate.params import Shape, count_params
 from generator.estimate.performance import Hardware, Performance, estimate_performance
+from generator.frameworks import framework_of
 from generator.values import value
 
 
@@ -79,7 +80,7 @@ class Estimate:
 
 def sharding_of(framework: str, distributed_optimizer: bool, zero_stage: int | None) -> str:
     """How optimizer state (and more) is sharded: Megatron's distributed optimizer or a ZeRO stage."""
-    if framework == "megatron-lm":
+    if framework_of(framework).sharding == "distributed_optimizer":
         return "distributed_optimizer" if distributed_optimizer else "none"
     return f"zero{zero_stage or 0}"
 
@@ -89,7 +90,7 @@ def overlaps_grad_reduce(framework: str, zero_stage: int | None, pp: int) -> boo
     files ask for it (one definition: the renderers write what this says, the step-time model
     counts it): Megatron-LM with --overlap-grad-reduce; DeepSpeed with ZeRO's overlap_comm,
     except under its pipeline engine, which reduces after the last micro-batch; FSDP always."""
-    if framework == "megatron-lm" or framework == "fsdp":
+    if not framework_of(framework).deepspeed_engine:
         return True
     return bool(zero_stage) and pp == 1
 
@@ -100,7 +101,7 @@ def overlaps_p2p_comm(framework: str) -> bool:
     (validate_args keeps overlap_p2p_comm with a virtual pipeline; --no-overlap-p2p-communication,
     never written, turns it off); microsoft's Megatron-DeepSpeed only with its opt-in
     --overlap-p2p-communication (not written), BigScience's not at all."""
-    return framework == "megatron-lm"
+    return framework_of(framework).megatron_core
 
 
 def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, recompute: str,

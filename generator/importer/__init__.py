@@ -15,6 +15,7 @@ from pathlib import Path
 
 from generator import __version__
 from generator.errors import UserError, UserErrors
+from generator.frameworks import ARGUMENT_DIALECTS, FRAMEWORKS, argument_dialect, framework_of, on_vendor
 from generator.importer.deepspeed import read_deepspeed
 from generator.importer.draft import MARK, Draft, RuntimeWord, spec_word, to_yaml
 from generator.importer.launch import read_launch_facts
@@ -78,11 +79,11 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     framework = facts["framework"].value if "framework" in facts else (
         "deepspeed" if run.ds_facts else None)
     if framework is None:
-        draft.unknown("framework", "neither Megatron arguments nor a DeepSpeed config found",
-                      "megatron-lm")
-        framework = "megatron-lm"
+        framework = next(iter(FRAMEWORKS))  # the schema's first: Megatron-LM
+        draft.unknown("framework", "neither Megatron arguments nor a DeepSpeed config found", framework)
     else:
         draft.set("framework", framework)
+    record = framework_of(framework)
     words = _entry_words(facts)
     # Megatron and Trainer flags map to spec fields; a plain DeepSpeed script's arguments are its own
     ascend = "ascend" in facts and facts["ascend"].value
@@ -92,22 +93,21 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
 
         words = trainer_words(words) or words
         extra = read_trainer(_without_deepspeed_config(words, trainer=True), draft)
-    elif framework in ("deepspeed", "fsdp"):
+    elif not record.megatron_arguments:
         extra = _without_deepspeed_config(words)
     else:
         from generator.dialects import dialect
 
-        name = facts["megatron_dialect"].value if "megatron_dialect" in facts else "megatron-lm"
-        if ascend and name == "megatron-lm":
-            name = "mindspeed-llm"
-        if name.startswith("megatron-deepspeed/"):
-            draft.set("megatron.fork", name.split("/", 1)[1])
+        found = facts["megatron_dialect"].value if "megatron_dialect" in facts else None
+        name = on_vendor(found or argument_dialect(framework, None, None).name, "huawei" if ascend else None)
+        if ARGUMENT_DIALECTS[name].fork is not None:
+            draft.set("megatron.fork", ARGUMENT_DIALECTS[name].fork)
         extra = read_megatron(words, draft, dialect(name))
         _unknown_options(extra, dialect(name), draft)
     nodes = facts["nodes"].value if "nodes" in facts else None
     read_accelerate(facts, draft, nodes)
     if run.ds_facts:
-        read_deepspeed(run.ds_facts, draft, owns_optimizer=framework == "deepspeed")
+        read_deepspeed(run.ds_facts, draft, owns_optimizer=record.plain_deepspeed)
     if facts:
         read_launch_facts(facts, run.name, draft)
     else:
@@ -116,13 +116,13 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
         for key in ("nodes", "gpus_per_node", "gpu"):
             draft.unknown(f"cluster.{key}", "a DeepSpeed config without a launch script")
     draft.set("launch.extra_args", _runtime_words(extra, facts, draft))
-    if framework == "megatron-lm" and "megatron.version" not in draft.values:  # (the forks have none)
+    if record.dialect_setting == "megatron.version" and "megatron.version" not in draft.values:
         draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "
                       "ramp or schedule would); latest assumed", "latest")
     if "training.flash_attention" not in draft.values:
         draft.unknown("training.flash_attention", "not in the files; used by the estimates only; "
                       "true assumed", True)
-    if framework == "deepspeed" and "training.recompute" not in draft.values:
+    if record.plain_deepspeed and "training.recompute" not in draft.values:
         draft.unknown("training.recompute", "plain DeepSpeed leaves activation checkpointing to "
                       "the training script; used by the estimates only; none assumed", "none")
     from_plan = plan[1] if plan else {}
@@ -229,7 +229,8 @@ def _from_plan(draft: Draft, plan: dict, framework: str) -> None:
     if average:  # only explain uses it
         draft.set("data.average_sequence_length", average)
     schedule = plan.get("schedule") or {}
-    if framework == "deepspeed" and draft.get("training.decay") != "cosine" and \
+    deepspeed_scheduler = framework_of(framework).deepspeed_scheduler
+    if deepspeed_scheduler and draft.get("training.decay") != "cosine" and \
             isinstance(schedule.get("min_lr"), int | float):
         draft.set("training.min_lr", schedule["min_lr"])  # WarmupDecayLR/WarmupLR do not use it
     iters = schedule.get("train_iters")
@@ -243,7 +244,7 @@ def _batch(draft: Draft, framework: str) -> None:
              if draft.get(f"batch.{k}") is not None]
     if draft.get("batch.schedule") is not None:
         return
-    if given == ["micro_batch_size"] and framework != "deepspeed":
+    if given == ["micro_batch_size"] and framework_of(framework).megatron_arguments:
         draft.set("batch.gradient_accumulation_steps", 1)
         draft.notes.append("no --global-batch-size: Megatron's default, micro × dp (accumulation 1)")
     elif not given and "batch.micro_batch_size" not in draft.marks:

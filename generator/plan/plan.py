@@ -15,6 +15,7 @@ from typing import Any
 
 from generator import __version__, presets
 from generator.errors import UserError
+from generator.frameworks import Framework, framework_of
 from generator.plan.batch import solve_batch
 from generator.plan.derivation import derivation, scaled_lr
 from generator.plan.ramp import MAX_ENTRIES, BatchRamp, from_rampup, from_schedule
@@ -95,16 +96,20 @@ class Plan:
         return self.spec.framework
 
     @property
+    def framework_record(self) -> Framework:
+        return framework_of(self.spec.framework)
+
+    @property
     def model(self):
         return self.spec.model
 
     @property
     def uses_deepspeed(self) -> bool:
-        return self.framework in ("deepspeed", "megatron-deepspeed")
+        return self.framework_record.deepspeed_engine
 
     @property
     def uses_megatron(self) -> bool:
-        return self.framework in ("megatron-lm", "megatron-deepspeed")
+        return self.framework_record.megatron_arguments
 
     @property
     def padded_vocab_size(self) -> int:
@@ -273,9 +278,8 @@ class Plan:
         """How the run's checkpoints are written: Megatron-LM's --ckpt-format (the spec's, else the
         release's default); DeepSpeed's engine (Megatron-DeepSpeed, DeepSpeed, the Trainer with
         DeepSpeed); torch.distributed.checkpoint for FSDP2's sharded state (the Trainer's)."""
-        if self.framework == "megatron-lm":
-            return self.spec.checkpoint.format or self.dialect.catalogue.get("--ckpt-format").default
-        return "torch_dcp" if self.framework == "fsdp" else "deepspeed"
+        fixed = self.framework_record.checkpoint_format
+        return fixed or self.spec.checkpoint.format or self.dialect.catalogue.get("--ckpt-format").default
 
     def scheduler_state(self) -> dict[str, Any]:
         from generator.dialects.arguments import scheduler_state
@@ -377,12 +381,12 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
     """The values the spec gives (with their locations) and the world size."""
     c, m, p, b, t = spec.cluster, spec.model, spec.parallelism, spec.batch, spec.training
     gpu = presets.gpus()[c.gpu]
+    record = framework_of(spec.framework)
     values: dict[str, tuple[Any, str]] = {
         "spec": (spec.source, "name"),
         "framework": (spec.framework, "framework"),
-        "megatron_dialect": (_dialect_name(spec), "megatron.fork" if spec.framework == "megatron-deepspeed"
-                             else "megatron.version"),
-        "deepspeed_flag": (spec.framework == "megatron-deepspeed", "framework"),
+        "megatron_dialect": (_dialect_name(spec), record.dialect_setting or "megatron.version"),
+        "deepspeed_flag": (record.megatron_arguments and record.deepspeed_engine, "framework"),
         "gpu_vendor": (gpu["vendor"], "cluster.gpu"),
         "nvidia_cc": (gpu["nvidia_cc"], "cluster.gpu"),
         "gpu_has_fp8": (gpu["fp8_tflops"] is not None, "cluster.gpu"),
@@ -483,16 +487,15 @@ def resolve(spec: Spec) -> Plan:
         raise RuntimeError(f"internal error: plan incomplete without a finding ({spec.source})")
     gpu = presets.gpus()[c.gpu]
     tokens = solved.global_batch_size * m.seq_length
-    is_deepspeed = spec.framework in ("deepspeed", "megatron-deepspeed")
-    default_stage = 3 if spec.framework == "fsdp" else 0  # FSDP: full shard
+    default_stage = framework_of(spec.framework).default_zero_stage  # None: no ZeRO stages
     plan = Plan(
         spec=spec, gpu=gpu, world_size=world, tp=p.tp, pp=p.pp, cp=p.cp, ep=p.ep, etp=etp,
         vpp=p.vpp, dp=dp, expert_dp=world // (etp * p.ep * p.pp),
         micro_batch_size=solved.micro_batch_size,
         gradient_accumulation_steps=solved.gradient_accumulation_steps,
         global_batch_size=solved.global_batch_size, tokens_per_step=tokens,
-        zero_stage=(p.zero_stage if p.zero_stage is not None else default_stage)
-        if is_deepspeed or spec.framework == "fsdp" else None,
+        zero_stage=None if default_stage is None else p.zero_stage if p.zero_stage is not None
+        else default_stage,
         schedule=schedule,
         cuda_device_max_connections_1=needs_connections,
         lr=facts["lr"].value,

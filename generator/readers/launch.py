@@ -26,7 +26,7 @@ def _dialect_of_words(texts: list[str | None]):
 
     names = {t.partition("=")[0] for t in texts if is_flag(t)}
     joined = {f"{t}={texts[k + 1]}" for k, t in enumerate(texts[:-1]) if is_flag(t)} | set(texts)
-    return detect(names, alibi=bool(_alibi_spellings() & joined))
+    return detect(names, frozenset({"position_embedding=alibi"} if _alibi_spellings() & joined else ()))
 
 
 @cache

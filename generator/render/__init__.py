@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from generator import __version__
+from generator.frameworks import framework_of
 from generator.plan.plan import Plan
 from generator.resources import cache_dir, data_dir, private_dir
 
@@ -36,14 +37,11 @@ def targets_for(framework: str, launcher: str = "torchrun") -> list[str]:
     """The artifacts a framework uses: no DeepSpeed JSON for megatron-lm, no Megatron arguments
     for plain DeepSpeed; Trainer arguments for FSDP2 and DeepSpeed through accelerate, whose
     launcher reads an accelerate config."""
-    accelerate = launcher == "accelerate"
-    return {
-        "megatron-lm": ["megatron", "slurm"],
-        "megatron-deepspeed": ["deepspeed", "megatron", "slurm"],
-        "deepspeed": ["deepspeed", "trainer", "accelerate", "slurm"] if accelerate
-        else ["deepspeed", "slurm"],
-        "fsdp": ["trainer", "accelerate", "slurm"] if accelerate else ["trainer", "slurm"],
-    }[framework]
+    record = framework_of(framework)
+    trainer = record.uses_trainer(launcher)
+    return [target for target, used in (
+        ("deepspeed", record.deepspeed_engine), ("megatron", record.megatron_arguments),
+        ("trainer", trainer), ("accelerate", trainer and launcher == "accelerate"), ("slurm", True)) if used]
 
 
 def shq(value: Any) -> str:

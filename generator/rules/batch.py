@@ -4,6 +4,7 @@ contract."""
 
 from __future__ import annotations
 
+from generator.frameworks import framework_of
 from generator.rules.registry import rule
 from generator.rules.suggest import divisors, nearest_multiples, or_list
 
@@ -48,7 +49,8 @@ def global_not_divisible(global_batch_size: int, dp: int, micro_batch_size: int 
 
     Example: --global-batch-size 1000 --micro-batch-size 16 on dp 32: 1000 is not a multiple of
     512."""
-    if micro_batch_size is None and gradient_accumulation_steps is None and framework == "deepspeed":
+    if micro_batch_size is None and gradient_accumulation_steps is None and \
+            framework_of(framework).plain_deepspeed:
         if global_batch_size % dp == 0:
             return None
         return (f"train_batch_size {global_batch_size} alone is not divisible by dp {dp} (DeepSpeed "
@@ -106,7 +108,7 @@ def seq_cp(seq_length: int, cp: int, framework: str) -> str | None:
     multiple of 2 × cp.
 
     Example: --seq-length 2050 with --context-parallel-size 2 (needs a multiple of 4)."""
-    if cp == 1 or framework != "megatron-lm" or seq_length % (2 * cp) == 0:
+    if cp == 1 or not framework_of(framework).megatron_core or seq_length % (2 * cp) == 0:
         return None
     return (f"seq_length {seq_length} is not divisible by 2 × cp {cp} = {2 * cp}; use seq_length "
             f"{or_list(nearest_multiples(seq_length, 2 * cp))}")

@@ -3,6 +3,7 @@ engines' constraints, as each rule's docstring cites)."""
 
 from __future__ import annotations
 
+from generator.frameworks import framework_of
 from generator.rules.registry import rule
 from generator.rules.suggest import divisors
 
@@ -15,7 +16,7 @@ def zero_pipeline(zero_stage: int, pp: int, framework: str) -> str | None:
 
     Example: --zero-stage 3 (or zero_optimization.stage 2) with --pipeline-model-parallel-size
     2."""
-    if framework == "megatron-lm" or zero_stage < 2 or pp == 1:
+    if framework_of(framework).sharding != "zero" or zero_stage < 2 or pp == 1:
         return None
     return (f"zero_stage {zero_stage} is incompatible with DeepSpeed pipeline parallelism "
             f"(pp {pp}); use zero_stage 1 (or 0), or pp 1")
@@ -29,7 +30,7 @@ def deepspeed_tp(tp: int, framework: str) -> str | None:
     tensor parallelism, or tp 1.
 
     Example: framework deepspeed with parallelism.tp: 2."""
-    if framework != "deepspeed" or tp == 1:
+    if not framework_of(framework).plain_deepspeed or tp == 1:
         return None
     return f"tp {tp} needs Megatron's tensor-parallel layers; use framework megatron-deepspeed or tp 1"
 
@@ -53,7 +54,7 @@ def deepspeed_warmup(warmup_iters: int, framework: str) -> str | None:
     DeepSpeed owns the scheduler (framework deepspeed). Fix: a warmup of at least 2 steps.
 
     Example: framework deepspeed with training.warmup: 0."""
-    if framework != "deepspeed" or warmup_iters >= 2:
+    if not framework_of(framework).deepspeed_scheduler or warmup_iters >= 2:
         return None
     return (f"warmup of {warmup_iters} steps: DeepSpeed's schedulers warm up for at least 2 steps; "
             "set training.warmup to {iters: 2} or more")
@@ -69,7 +70,7 @@ def ulysses(seq_length: int, num_attention_heads: int, cp: int, framework: str) 
     cp that divides both.
 
     Example: Ulysses cp 8 with 12 attention heads."""
-    if framework not in ("deepspeed", "megatron-deepspeed") or cp == 1:
+    if not framework_of(framework).deepspeed_engine or cp == 1:
         return None
     if seq_length % cp == 0 and num_attention_heads % cp == 0:
         return None
@@ -85,9 +86,10 @@ def offload(zero_offload: str, framework: str, zero_stage: int | None = None) ->
     stage 3; Megatron-LM has no ZeRO-Offload. Fix: raise the ZeRO stage, or drop the offload.
 
     Example: zero_offload: optimizer_and_params with zero_stage 2."""
-    if zero_offload == "none" or framework == "fsdp":  # FSDP's offload: GL113
+    record = framework_of(framework)
+    if zero_offload == "none" or record.fsdp:  # FSDP's offload: GL113
         return None
-    if framework == "megatron-lm":
+    if record.sharding != "zero":
         return "zero_offload is a DeepSpeed feature; use framework deepspeed or megatron-deepspeed"
     stage = zero_stage or 0
     if stage == 0:
@@ -104,6 +106,6 @@ def wsd(decay: str, framework: str) -> str | None:
     cosine/linear decay.
 
     Example: framework deepspeed with training.decay: wsd."""
-    if decay != "wsd" or framework != "deepspeed":
+    if decay != "wsd" or not framework_of(framework).deepspeed_scheduler:
         return None
     return "decay wsd needs Megatron (--lr-decay-style WSD); DeepSpeed's schedulers have no WSD"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from generator.frameworks import FRAMEWORKS, framework_of
 from generator.rules.registry import rule
+
+_LAUNCHER_TITLE = {"deepspeed": "DeepSpeed"}
 
 
 @rule("GL112", "accelerate-processes-mismatch",
@@ -37,7 +40,7 @@ def fsdp_settings(framework: str, zero_stage: int | None = None, tp: int | None 
     Fix: zero_stage 2 or 3, tp = pp = cp = 1, or framework megatron-lm for model parallelism.
 
     Example: framework fsdp with zero_stage 1."""
-    if framework != "fsdp":
+    if not framework_of(framework).fsdp:
         return ("hybrid_shard is an FSDP setting; use framework fsdp", ("hybrid_shard", "framework")) \
             if hybrid_shard else None
     if zero_stage is not None and zero_stage not in (2, 3):
@@ -60,8 +63,12 @@ def launcher_framework(launcher: str, framework: str) -> str | None:
     srun for Megatron, accelerate or torchrun for fsdp.
 
     Example: launcher accelerate with framework megatron-lm."""
-    if launcher == "accelerate" and framework not in ("deepspeed", "fsdp"):
-        return f"launcher accelerate starts deepspeed and fsdp runs, not {framework}; use torchrun"
-    if launcher == "deepspeed" and framework == "fsdp":
-        return "the DeepSpeed launcher does not start FSDP2 runs; use torchrun or accelerate"
-    return None
+    record = framework_of(framework)
+    if launcher in record.launchers:
+        return None
+    started = [name for name, f in FRAMEWORKS.items() if launcher in f.launchers]
+    if launcher == "accelerate":
+        return f"launcher accelerate starts {' and '.join(started)} runs, not {framework}; use torchrun"
+    others = " or ".join(other for other in record.launchers if other != "srun")
+    launcher = _LAUNCHER_TITLE.get(launcher, launcher)
+    return f"the {launcher} launcher does not start {record.title} runs; use {others}"

@@ -6,6 +6,7 @@ spec most of them have nothing to check."""
 from __future__ import annotations
 
 from generator.data import load
+from generator.frameworks import framework_of, on_vendor
 from generator.rules.registry import rule
 
 
@@ -119,11 +120,12 @@ def ramp_unsupported(batch_ramp_kind: str, framework: str, megatron_version: str
     0.18. Fix: split the run into stages, use the ramp-up form, or a newer Megatron.
 
     Example: batch.schedule with megatron.version core_v0.16."""
-    if framework == "deepspeed":
+    record = framework_of(framework)
+    if record.plain_deepspeed:
         return (f"DeepSpeed has no batch {batch_ramp_kind}; use a Megatron framework or stages of "
                 "constant batch")
-    if batch_ramp_kind == "schedule" and framework == "megatron-deepspeed":
-        return "Megatron-DeepSpeed has no step batch-size schedule; use batch.rampup"
+    if batch_ramp_kind == "schedule" and record.megatron_arguments and not record.megatron_core:
+        return f"{record.title} has no step batch-size schedule; use batch.rampup"
     from generator.dialects import dialect
 
     d = dialect(megatron_dialect or "megatron-lm", megatron_version)
@@ -279,7 +281,7 @@ def _judged(megatron_flags: dict, megatron_dialect: str, ascend: bool | None, no
     from generator.dialects import dialect, judge_flags, plausible
     from generator.rules.registry import Uncertain
 
-    name = "mindspeed-llm" if ascend and megatron_dialect == "megatron-lm" else megatron_dialect
+    name = on_vendor(megatron_dialect, "huawei" if ascend else None)
     flags = list(megatron_flags)
     own_options = entrypoint is not None and not entrypoint.rsplit("/", 1)[-1].startswith("pretrain_")
     problems = judge_flags(dialect(name), flags, no_ops=no_ops, elsewhere=not own_options)
@@ -307,7 +309,7 @@ def groups_without_gqa(megatron_flags: dict, framework: str) -> str | None:
     query-attention.
 
     Example: --num-query-groups 8 without --group-query-attention."""
-    if framework == "megatron-lm" and "--num-query-groups" in megatron_flags and \
+    if framework_of(framework).megatron_core and "--num-query-groups" in megatron_flags and \
             "--group-query-attention" not in megatron_flags:
         return ("--num-query-groups has no effect without --group-query-attention", (),
                 ("--num-query-groups", megatron_flags["--num-query-groups"]))
@@ -331,20 +333,23 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
 
     Example: --tensor-model-parallel-size 2 on H100 without export
     CUDA_DEVICE_MAX_CONNECTIONS=1."""
-    if framework not in ("megatron-lm", "megatron-deepspeed") or cuda_device_max_connections == "1" or \
+    if not framework_of(framework).megatron_arguments or cuda_device_max_connections == "1" or \
             megatron_dialect is None:  # (a config file alone, e.g. GPT-NeoX's, has no environment)
         return None
     if gpu_vendor and gpu_vendor != "nvidia":
         return None
     shown = "not set" if cuda_device_max_connections is None else f"= {cuda_device_max_connections}"
-    if megatron_dialect == "megatron-deepspeed/bigscience":
+    from generator.dialects import dialect
+
+    asserted = dialect(megatron_dialect).capabilities.get("cuda_max_connections", "tp-or-cp")
+    if asserted == "never":
         return None
-    if megatron_dialect == "megatron-deepspeed/microsoft":
+    if asserted == "sequence-parallel-or-no-deepspeed":
         why = "--sequence-parallel" if sequence_parallel else \
             None if deepspeed_flag else "the async tensor-parallel all-reduce (no --deepspeed)"
         if why is None:
             return None
-        return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; microsoft/Megatron-DeepSpeed requires "
+        return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; {dialect(megatron_dialect).title} requires "
                 f"export CUDA_DEVICE_MAX_CONNECTIONS=1 with {why}")
     if tp == 1 and (cp or 1) == 1:
         return None

@@ -4,6 +4,7 @@ of the linter's contract, and GL2xx."""
 
 from __future__ import annotations
 
+from generator.frameworks import framework_of
 from generator.rules.registry import rule
 from generator.rules.suggest import divisors, nearest, or_list
 
@@ -45,7 +46,7 @@ def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None,
     embedding and loss in the split.
 
     Example: --num-layers 95 with --pipeline-model-parallel-size 16."""
-    if framework != "megatron-lm":
+    if not framework_of(framework).megatron_core:
         return None
     vpp = vpp or 1
     counted = int(bool(pipeline_split_embedding)) + int(bool(pipeline_split_loss))
@@ -172,7 +173,7 @@ def zero_with_megatron(zero_stage: int, framework: str) -> str | None:
     distributed_optimizer: true instead.
 
     Example: zero_stage: 1 with framework megatron-lm."""
-    if framework != "megatron-lm" or zero_stage == 0:
+    if framework_of(framework).sharding != "distributed_optimizer" or zero_stage == 0:
         return None
     return (f"zero_stage {zero_stage} has no effect with megatron-lm; remove it and set "
             "distributed_optimizer: true for ZeRO-1-style sharding")
@@ -184,7 +185,7 @@ def dist_opt_with_deepspeed(distributed_optimizer: bool, framework: str) -> str 
     """With DeepSpeed the optimizer state is sharded by ZeRO (zero_stage). Fix: zero_stage 1 instead.
 
     Example: distributed_optimizer: true with framework deepspeed."""
-    if not distributed_optimizer or framework == "megatron-lm":
+    if not distributed_optimizer or framework_of(framework).sharding == "distributed_optimizer":
         return None
     return (f"distributed_optimizer is a megatron-lm option, not {framework}; use zero_stage 1 "
             "instead")
@@ -235,7 +236,7 @@ def alibi(position_embedding: str, framework: str) -> str | None:
     megatron-deepspeed with megatron.fork bigscience.
 
     Example: position_embedding alibi with framework megatron-lm."""
-    if position_embedding != "alibi" or framework != "megatron-lm":
+    if position_embedding != "alibi" or not framework_of(framework).megatron_core:
         return None
     return ("position_embedding alibi is not available in megatron-lm; use rope, or megatron-deepspeed "
             "with megatron.fork bigscience")
@@ -276,7 +277,8 @@ def packing_framework(packing: bool, framework: str, launcher: str | None = None
     pipeline. Fix: pack there, or use a Megatron framework or the accelerate launcher.
 
     Example: data.packing true with framework deepspeed and launcher torchrun."""
-    if not packing or framework != "deepspeed" or launcher == "accelerate":
+    record = framework_of(framework)
+    if not packing or not record.plain_deepspeed or record.uses_trainer(launcher):
         return None
     return ("data.packing renders nothing for plain DeepSpeed: pack in the training script's data "
             "pipeline (documents must not attend to each other)", ("packing", "framework"))
@@ -351,7 +353,7 @@ def precision_aware_optimizer(optimizer_states: str, main_grads: str, framework:
                                                  ("training.main_grads", main_grads)) if value == "bf16"]
     if not given:
         return None
-    if framework != "megatron-lm":
+    if not framework_of(framework).megatron_core:
         return (f"{' and '.join(given)}: Megatron-LM's precision-aware optimizer, not {framework}'s; "
                 "keep them fp32")
     if distributed_optimizer:

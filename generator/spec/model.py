@@ -14,6 +14,7 @@ from typing import Any
 
 from generator import presets
 from generator.errors import Location, UserError
+from generator.frameworks import framework_of
 from generator.spec.load import Document
 from generator.spec.schema import count_maximum, spec_schema, validate
 from generator.units import parse_count, parse_fraction
@@ -345,8 +346,7 @@ class Spec:
     @property
     def uses_trainer(self) -> bool:
         """Hugging Face TrainingArguments (trainer_args.sh): FSDP2, and DeepSpeed through accelerate."""
-        return self.framework == "fsdp" or (self.framework == "deepspeed"
-                                            and self.launch.launcher == "accelerate")
+        return framework_of(self.framework).uses_trainer(self.launch.launcher)
 
     def where(self, dotted: str) -> str:
         """Where a field's value came from: ``file:line:col``, ``preset NAME`` or ``default``."""
@@ -517,7 +517,8 @@ def _checkpoint(doc: Document, data: dict) -> Checkpoint:
 def _entry_point_arguments(doc: Document, data: dict) -> tuple[tuple[str, str], ...]:
     """launch.arguments, for an entry point without a table of its own (plain DeepSpeed)."""
     given = data["launch"].get("arguments") or {}
-    plain = data["framework"] == "deepspeed" and data["launch"]["launcher"] != "accelerate"
+    framework = framework_of(data["framework"])
+    plain = framework.plain_deepspeed and not framework.uses_trainer(data["launch"]["launcher"])
     if given and not plain:
         raise UserError(f"$.launch.arguments: framework {data['framework']} with launcher "
                         f"{data['launch']['launcher']} writes the run's fields as its own arguments; "
