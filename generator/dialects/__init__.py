@@ -100,6 +100,11 @@ def _options(text: str) -> tuple[str, dict[str, tuple]]:
     return data["source"], options
 
 
+class TableError(Exception):
+    """A dialect table that contradicts itself or the plan (a developer's mistake: the tests load
+    every table)."""
+
+
 @dataclass(frozen=True)
 class Entry:
     """One flag of a dialect table (see the header of megatron.yaml)."""
@@ -112,6 +117,7 @@ class Entry:
     read: dict[str, str] | None = None
     nargs: int | str = 1  # a count, or "+": one or more (the value is a tuple)
     spec: str | None = None
+    origin: str | None = None
     spec_value: Any = None
     implied: bool = False
     raw: str | None = None
@@ -160,6 +166,14 @@ class Entry:
             same = value is not None and value == values.get(self.same_as) and value != self.omit
             return [] if same else None
         return self.spelled(values.get(self.value)) if self.value else []
+
+    def unknown(self, values: dict[str, Any]) -> list[str]:
+        """The plan values this entry writes from that ``values`` lacks: a mistake in the table
+        (a read-only entry, write: false, names a fact of the readers instead)."""
+        if not self.write:
+            return []
+        return [name for name in (self.value, self.same_as, *(self.only or ()))
+                if name is not None and name not in values]
 
     def meaning(self, words: list[str]) -> Any:
         """The plan value a script's words for this flag stand for (None: not understood)."""
@@ -275,6 +289,31 @@ def _catalogue_of(table: dict[str, Any], base: dict[str, Any], release: str | No
 
 def megatron_dialect_names() -> tuple[str, ...]:
     return tuple(_tables())
+
+
+def table_entries(name: str) -> tuple[Entry, ...]:
+    """Every entry of a table, whatever release it is for."""
+    items = _flatten(_all_tables()[name]["arguments"])
+    return tuple(Entry(**item) for item in items if set(item) != {"group"})
+
+
+@cache
+def value_fields() -> dict[str, str]:
+    """plan value -> the spec field it comes from (where a refusal points, and what `import`
+    fills), from the tables' `spec:` and `origin:` keys: every Megatron dialect's and the
+    Trainer's. One value has one field; a table that says otherwise is refused."""
+    out: dict[str, str] = {}
+    unspelled = [Entry(flag="", **item) for item in read_yaml(_DIR / "megatron.yaml")["_unspelled"]]
+    tables = [(name, table_entries(name)) for name in (*megatron_dialect_names(), "trainer")]
+    for name, entries in [*tables, ("_unspelled", unspelled)]:
+        for entry in entries:
+            field_ = entry.origin or entry.spec
+            if entry.value is None or field_ is None:
+                continue
+            if out.setdefault(entry.value, field_) != field_:
+                raise TableError(f"{name}: {entry.flag} says value {entry.value} comes from {field_}, "
+                                 f"another entry says {out[entry.value]}")
+    return out
 
 
 def capable(megatron_dialect: str | None, capability: str, release: str | None = None) -> bool:

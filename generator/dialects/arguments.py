@@ -3,56 +3,25 @@ table walked forward into argument lines, and what the dialect cannot express.""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from generator.dialects import Dialect, dialect, megatron_dialect_names
+from generator.dialects import Dialect, TableError, dialect, megatron_dialect_names, value_fields
 from generator.frameworks import ARGUMENT_DIALECTS
-from generator.spec.model import ARCHITECTURE
 from generator.values import value
 
-# plan value -> the spec field it comes from (where a refusal points)
-# what the run reads and writes (run_io_values): written for the Megatron dialects only (GL223)
-RUN_IO_FIELD = {
-    "data_path": "data.paths", "data_split": "data.split", "data_cache_path": "data.cache_path",
-    "mock_data": "data.mock", "tokenizer_type": "tokenizer.type", "tokenizer_model": "tokenizer.model",
-    "vocab_file": "tokenizer.vocab_file", "merge_file": "tokenizer.merge_file", "save": "checkpoint.dir",
-    "load": "checkpoint.dir", "finetune": "checkpoint.finetune_from", "save_interval": "checkpoint.interval",
-    "ckpt_format": "checkpoint.format", "async_save": "checkpoint.async_save",
-    "keep_last": "checkpoint.keep_last",
-    "resume_schedule": "checkpoint.schedule", "override_schedule": "checkpoint.schedule",
-    "reshardable": "checkpoint.reshardable", "universal_checkpoint": "checkpoint.universal",
-    "wandb_project": "logging.wandb_project", "wandb_exp_name": "logging.wandb_run_name",
-    "tensorboard_dir": "logging.tensorboard_dir", "log_throughput": "logging.throughput",
-    "eval_interval": "eval.interval", "eval_iters": "eval.iters",
-}
-SPEC_FIELD = {
-    # (--group-query-attention is Megatron-LM's companion of --num-query-groups: the groups
-    # are what a dialect must express; microsoft's fork needs only --num-key-value-heads)
-    "num_query_groups": "model.num_query_groups",
-    "position_embedding": "model.position_embedding", "activation": "model.activation",
-    "normalization": "model.normalization", "untie_embeddings": "model.tie_embeddings",
-    "num_experts": "model.num_experts", "moe_top_k": "model.moe_top_k", "packing": "data.packing",
-    "cp": "parallelism.cp", "ep": "parallelism.ep", "etp": "parallelism.etp",
-    "first_stage_layers": "parallelism.first_stage_layers",
-    "last_stage_layers": "parallelism.last_stage_layers", "vpp": "parallelism.vpp",
-    "pipeline_split_embedding": "parallelism.account_for_embedding_in_pipeline_split",
-    "pipeline_split_loss": "parallelism.account_for_loss_in_pipeline_split",
-    "optimizer_states": "training.optimizer_states", "main_grads": "training.main_grads",
-    "sequence_parallel": "parallelism.sequence_parallel", "tp_comm_overlap": "parallelism.tp_comm_overlap",
-    "distributed_optimizer": "parallelism.distributed_optimizer",
-    "batch_schedule": "batch.schedule", "rampup": "batch.rampup", "decay": "training.decay",
-    "precision": "training.precision", "fp8_param_gather": "training.precision",
-    "fp8_recipe": "training.fp8_recipe",
-    "recompute": "training.recompute", "flash_attention": "training.flash_attention",
-    "ascend": "cluster.gpu", "zero_stage": "parallelism.zero_stage",
-    "overlap_grad_reduce": "parallelism.distributed_optimizer",
-    "overlap_param_gather": "parallelism.distributed_optimizer",
-    **RUN_IO_FIELD,
-    # the architecture beyond the shape
-    **{name: f"model.{name}" for name in (*ARCHITECTURE, "qkv_bias", "kv_channels")},
-    "rope_scaling": "model.rope_scaling", "rope_scaling_factor": "model.rope_scaling",
-    "rope_scaling_frequencies": "model.rope_scaling", "moe_dropless": "model.moe_capacity_factor",
-}
+# the spec sections of what the run reads and writes (run_io_values): written for the Megatron
+# dialects only (GL223); data.packing is how the model sees the data, which every framework writes
+RUN_IO_SECTIONS = ("data", "tokenizer", "checkpoint", "logging", "eval")
+
+
+@cache
+def run_io_fields() -> dict[str, str]:
+    """plan value -> spec field, for what the run reads and writes (from the tables)."""
+    return {name: dotted for name, dotted in value_fields().items()
+            if dotted.split(".")[0] in RUN_IO_SECTIONS and dotted != "data.packing"}
+
+
 # switches whose false is a choice a dialect must be able to write (not "unused")
 _FALSE_IS_A_CHOICE = {"linear_bias", "qkv_bias"}
 # Megatron's fixed Llama-3.1 frequencies (rope_utils: low 1, high 4, original context 8192)
@@ -195,7 +164,7 @@ def entry_point_arguments(s) -> list[tuple[str, tuple[Any, ...]]]:
     for a blend)."""
     values = run_io_values(s)
     named = {}
-    for name, dotted in RUN_IO_FIELD.items():
+    for name, dotted in run_io_fields().items():
         named.setdefault(dotted, name)  # checkpoint.dir: save (= load)
     out: list[tuple[str, tuple[Any, ...]]] = []
     for dotted, option in s.launch.arguments:
@@ -311,7 +280,12 @@ class Line:
 
 
 def argument_lines(d: Dialect, values: dict[str, Any]) -> list[Line]:
-    """The dialect's table walked forward over the plan values: comment and flag lines."""
+    """The dialect's table walked forward over the plan values: comment and flag lines. A value
+    the plan does not provide is a mistake in the table, never a flag left out."""
+    unknown = sorted({name for entry in d.entries for name in entry.unknown(values)})
+    if unknown:
+        raise TableError(f"{d.name}: the plan provides no value {', '.join(unknown)} (the values: "
+                         "megatron_values)")
     lines: list[Line] = []
     groups = dict(d.groups)
     pending: str | None = None
@@ -343,9 +317,13 @@ def unexpressed(d: Dialect, values: dict[str, Any]) -> list[str]:
                and (entry.written(values) is not None or not entry.applies(values)
                     or (entry.omit is not None and values.get(entry.value) == entry.omit))}
     missing = []
+    fields = value_fields()
     for name, given in values.items():
-        if name in written or name in _CARRIED or given is None or name not in SPEC_FIELD:
+        if name in written or name in _CARRIED or given is None:
             continue
+        if name not in fields:
+            raise TableError(f"plan value {name} has no spec field: give an entry that carries it "
+                             "`spec:` or `origin:` (dialects/megatron.yaml), or list it in _CARRIED")
         if given is False and name not in _FALSE_IS_A_CHOICE:
             continue
         if name in d.defaults and d.defaults[name] == given:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from generator.dialects import Catalogue, Dialect
+from generator.dialects import Catalogue, Dialect, value_fields
 from generator.dialects.arguments import (
-    RUN_IO_FIELD,
-    SPEC_FIELD,
     expressing,
     megatron_values,
+    run_io_fields,
     unexpressed,
     written_flags,
 )
@@ -29,7 +28,7 @@ def dialect_findings(plan) -> list[Finding]:
         return findings + _unwritten_run_io(plan.spec)
     values = megatron_values(plan)
     for name in unexpressed(d, values):
-        field_ = SPEC_FIELD[name]
+        field_ = value_fields()[name]
         shown = _spec_value(plan.spec, field_)
         others = [o for o in expressing(name, values[name], values, d.release)
                   if not o.startswith(f"{d} (")]
@@ -59,7 +58,7 @@ def _unwritten_run_io(spec) -> list[Finding]:
 
     out = []
     declared = {dotted for dotted, _ in spec.launch.arguments}
-    for dotted in dict.fromkeys(RUN_IO_FIELD.values()):
+    for dotted in dict.fromkeys(run_io_fields().values()):
         if spec.uses_trainer and dotted in TRAINER_RUN_IO:
             continue  # TrainingArguments carry it (trainer.yaml)
         if dotted in declared:
@@ -148,7 +147,7 @@ def extra_args_findings(plan, d: Dialect, values: dict[str, Any]) -> list[Findin
         if dest in written:
             mine = written[dest]
             entry = entries.get(mine)
-            field_ = entry.spec if entry and entry.spec else SPEC_FIELD.get(entry.value if entry else "", "")
+            field_ = value_fields().get(entry.value, "") if entry and entry.value else ""
             origin = f" (from {field_} at {spec.where(field_)})" if field_ else ""
             message = (f"launch.extra_args[{k}] {flag} repeats {mine}, which the plan already writes"
                        f"{origin}; set the spec field instead and remove it from extra_args")

@@ -35,7 +35,11 @@ class Key:
         return tuple(self.key.split("."))
 
     def written(self, values: dict[str, Any]) -> tuple[bool, Any]:
-        """(whether the key is written for these plan values, the JSON value)."""
+        """(whether the key is written for these plan values, the JSON value). A value the plan
+        does not provide is a mistake in the table, never a key left out."""
+        for name in (self.value, *(self.only or ())):
+            if name is not None and name not in values:
+                raise KeyError(f"{self.key}: the plan provides no value {name!r}")
         if not self.write or (self.only and any(values.get(k) not in v for k, v in self.only.items())):
             return False, None
         if self.value is None:
