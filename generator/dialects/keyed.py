@@ -29,6 +29,7 @@ class Key:
     fact: str | None = None
     spec: str | None = None
     write: bool = True
+    generic: bool = False
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -83,6 +84,10 @@ class KeyedDialect:
         """[(fact, path, switch)] for every key that yields a fact, older spellings after the
         written one (a switch fact is true when its key is true)."""
         return [(key.fact, key.path, key.const is True) for key in self.keys if key.fact]
+
+    def generic_facts(self) -> dict[str, str]:
+        """{the fact a key gives: the generic fact it stands in for} (the keys marked generic)."""
+        return {key.fact: key.value for key in self.keys if key.generic and key.fact and key.value}
 
     def names(self, key: str) -> dict[Any, str]:
         """{value written under ``key``: the plan value it stands for} (a map read backward)."""

@@ -9,6 +9,7 @@ import posixpath
 import re
 from dataclasses import field
 
+from generator.dialects.keyed import keyed_dialect
 from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.readers.deepspeed_json import read_deepspeed_json
@@ -19,10 +20,6 @@ from generator.rules import Fact, Finding, run_rules
 from generator.values import record
 
 SCRIPT_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
-# Facts a DeepSpeed JSON gives, and the generic names they stand in for when the script has none.
-_DS_GENERIC = {"ds_train_batch_size": "global_batch_size", "ds_micro_batch_size": "micro_batch_size",
-               "ds_gradient_accumulation_steps": "gradient_accumulation_steps",
-               "ds_zero_stage": "zero_stage"}
 
 
 @record
@@ -254,7 +251,7 @@ def views(run: Run) -> list[dict[str, Fact]]:
     """The run seen from its script (Megatron arguments first) and from its DeepSpeed JSON."""
     script = dict(run.facts)
     script.update(run.ds_facts)
-    for ds_name, generic in _DS_GENERIC.items():
+    for ds_name, generic in keyed_dialect("deepspeed").generic_facts().items():
         if ds_name in run.ds_facts and generic not in script:
             script[generic] = run.ds_facts[ds_name]
     if run.ds_facts and "framework" not in script and "launcher" in script:
@@ -267,11 +264,11 @@ def views(run: Run) -> list[dict[str, Fact]]:
             script.setdefault(name, Fact(1, "default"))
     _data_parallel(script)
     _schedule_in_iterations(script)
-    if not any(k in run.ds_facts for k in _DS_GENERIC):
+    if not any(k in run.ds_facts for k in keyed_dialect("deepspeed").generic_facts()):
         return [script]
     deepspeed = {k: f for k, f in script.items()  # the accumulation is the JSON's, or its own
                  if not (k == "gradient_accumulation_steps" and f.source == "derived")}
-    for ds_name, generic in _DS_GENERIC.items():
+    for ds_name, generic in keyed_dialect("deepspeed").generic_facts().items():
         if ds_name in run.ds_facts:
             deepspeed[generic] = run.ds_facts[ds_name]
     _accumulation(deepspeed)

@@ -11,11 +11,6 @@ from generator.readers.jsonc import JsonError, Node, parse
 from generator.rules.registry import Fact
 from generator.values import record
 
-# top-level keys that make a JSON a DeepSpeed config (detection only: a sweep's index.json or a
-# tokenizer config is not one; rarer keys such as "pipeline" alone are not enough)
-_DS_HINTS = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
-             "zero_optimization", "fp16", "bf16", "optimizer", "scheduler", "gradient_clipping"}
-
 
 @record
 class DeepSpeedRead:
@@ -51,7 +46,8 @@ def read_deepspeed_json(text: str, file: str, first_line: int = 1) -> DeepSpeedR
         out.problems.append((where(root.offset), "a DeepSpeed config is a JSON object"))
         return out
     made_by = root.get("generator")  # gen-launch's own plan.json is not a launch file
-    out.looks_like_deepspeed = bool(_DS_HINTS & set(root.value)) and not (
+    hints = keyed_dialect("deepspeed").table["detection_keys"]  # deepspeed.yaml
+    out.looks_like_deepspeed = bool(set(hints) & set(root.value)) and not (
         made_by is not None and isinstance(made_by.value, str) and made_by.value.startswith("gen-launch"))
     facts = out.facts
     for name, path, switch in keyed_dialect("deepspeed").read_paths():  # deepspeed.yaml's keys
