@@ -16,6 +16,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
+from generator import presets
 from generator.resources import read_kept, read_yaml
 from generator.values import value
 
@@ -294,7 +295,6 @@ def dialect_of(spec) -> Dialect | None:
         return dialect(f"megatron-deepspeed/{spec.megatron.fork}")
     if spec.framework != "megatron-lm":
         return None
-    from generator import presets
 
     ascend = presets.gpus()[spec.cluster.gpu].get("vendor") == "huawei"
     return dialect("mindspeed-llm" if ascend else "megatron-lm", spec.megatron.version)

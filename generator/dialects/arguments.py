@@ -3,6 +3,7 @@ table walked forward into argument lines, and what the dialect cannot express.""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from generator.dialects import Dialect, dialect, megatron_dialect_names
@@ -253,8 +254,6 @@ def architecture_values(m, ep: int) -> dict[str, Any]:
 
 def trainer_values(plan) -> dict[str, Any]:
     """The values the Trainer's arguments carry, under the names of trainer.yaml."""
-    import json
-
     t, s = plan.spec.training, plan.spec
     kwargs = None
     if plan.hf_scheduler == "cosine_with_min_lr":

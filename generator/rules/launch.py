@@ -6,7 +6,9 @@ spec most of them have nothing to check."""
 from __future__ import annotations
 
 from generator.data import load
-from generator.rules.registry import rule
+from generator.dialects import dialect, judge_flags, plausible
+from generator.dialects.keyed import keyed_dialect
+from generator.rules.registry import Uncertain, rule
 
 
 @rule("GL004", "deepspeed-megatron-disagree",
@@ -124,7 +126,6 @@ def ramp_unsupported(batch_ramp_kind: str, framework: str, megatron_version: str
                 "constant batch")
     if batch_ramp_kind == "schedule" and framework == "megatron-deepspeed":
         return "Megatron-DeepSpeed has no step batch-size schedule; use batch.rampup"
-    from generator.dialects import dialect
 
     d = dialect(megatron_dialect or "megatron-lm", megatron_version)
     if batch_ramp_kind == "schedule" and not d.can("step_batch_schedule"):
@@ -174,8 +175,6 @@ def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None =
     reaches DeepSpeed as it is. Fix: write the numbers (gen-launch computes them).
 
     Example: "zero_optimization": {"stage": "auto"} in a config passed to deepspeed.initialize."""
-    from generator.dialects.keyed import keyed_dialect
-
     table = keyed_dialect("deepspeed").table
     dropped, fills = table["auto_dropped_sections"], set(table["trainer_fills"])
     hf = launcher == "accelerate" or bool(trainer)
@@ -276,9 +275,6 @@ def _judged(megatron_flags: dict, megatron_dialect: str, ascend: bool | None, no
     them too, else a warning naming where they are fine. A flag defined only by another
     dialect is left alone for an entry point other than pretrain_*.py (tasks/main.py and
     fine-tuning scripts add options of their own)."""
-    from generator.dialects import dialect, judge_flags, plausible
-    from generator.rules.registry import Uncertain
-
     name = "mindspeed-llm" if ascend and megatron_dialect == "megatron-lm" else megatron_dialect
     flags = list(megatron_flags)
     own_options = entrypoint is not None and not entrypoint.rsplit("/", 1)[-1].startswith("pretrain_")
