@@ -76,9 +76,9 @@ def main() -> None:
               f"(median of the rounds' paired ratios; fastest runs' {min(generate) / min(times[label]):.2f})")
 
     sys.path.insert(0, str(ROOT))
-    from generator.plan.plan import resolve
-    from generator.render import render_all
-    from generator.spec.model import load_spec
+    from generator.artifacts import render_all
+    from generator.calculator.resolve import resolve
+    from generator.run import load_spec
 
     # specs with auto fields run the layout search when loaded: bench_autoplan.py measures it
     samples = [s for s in sorted((ROOT / "samples").glob("*.yaml")) if ": auto" not in s.read_text()]

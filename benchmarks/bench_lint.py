@@ -17,10 +17,10 @@ sys.path.insert(0, str(ROOT))
 
 
 def main(total: int = 1000) -> None:
+    from generator.artifacts import render_all
+    from generator.calculator.resolve import resolve
     from generator.lint import lint_paths
-    from generator.plan.plan import resolve
-    from generator.render import render_all
-    from generator.spec.model import load_spec
+    from generator.run import load_spec
 
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "seed"

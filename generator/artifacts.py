@@ -1,16 +1,21 @@
 """Every file a spec produces, as {path relative to its output folder: text}: the plan's files,
 one folder per stage (stage-<n>-<stage>/), or one folder per sweep point plus index.md/.json.
+Every artifact is read back by the linter before it is returned (render_all).
 `generate` writes or --checks them; the golden tests compare them."""
 
 from __future__ import annotations
 
 from generator.errors import UserError
+from generator.lint.readback import check_rendered
+from generator.plan.stages import stage_folder
+from generator.render import ARTIFACTS, PLAN_FILE, PREFLIGHT, render_files, targets_for
+from generator.run import resolve_run
+from generator.sweep import index as sweep_index
+from generator.sweep import sweep_points
 
 
 def spec_files(spec, wanted: str | None = None) -> tuple[dict[str, str], list[str], int]:
     """(files, report lines for the terminal, number of warnings or invalid sweep points)."""
-    from generator.plan.stages import resolve_run
-
     if spec.doc.data.get("sweep"):
         return _sweep_files(spec, wanted)
     plans = resolve_run(spec)
@@ -25,9 +30,6 @@ def _reports(plans: list) -> list[str]:
 
 def plan_files(plans: list, wanted: str | None = None) -> dict[str, str]:
     """{path: text} of a spec's plans: plain names, or stage-<n>-<stage>/<name>."""
-    from generator.plan.stages import stage_folder
-    from generator.render import ARTIFACTS, render_all, targets_for
-
     used = targets_for(plans[0].framework, plans[0].spec.launch.launcher)
     if wanted is not None and wanted not in (ARTIFACTS[t][0] for t in used):
         raise UserError(f"--target: framework {plans[0].framework} does not use {wanted}; choose "
@@ -41,9 +43,16 @@ def plan_files(plans: list, wanted: str | None = None) -> dict[str, str]:
     return files
 
 
-def _sweep_files(spec, wanted: str | None) -> tuple[dict[str, str], list[str], int]:
-    from generator.sweep import index, sweep_points
+def render_all(plan) -> dict[str, str]:
+    """File name -> text for every artifact the framework uses, plus preflight.py and plan.json;
+    the artifacts read back by the linter and checked against the plan (lint/readback.py)."""
+    files = render_files(plan)
+    check_rendered(plan, {name: text for name, text in files.items()
+                          if name not in (PREFLIGHT[0], PLAN_FILE)})
+    return files
 
+
+def _sweep_files(spec, wanted: str | None) -> tuple[dict[str, str], list[str], int]:
     points = sweep_points(spec.doc)
     files: dict[str, str] = {}
     reports: list[str] = []
@@ -57,6 +66,6 @@ def _sweep_files(spec, wanted: str | None) -> tuple[dict[str, str], list[str], i
         problems += sum(len(p.warnings) for p in point.plans)
         files.update({f"{point.label}/{name}": text
                       for name, text in plan_files(point.plans, wanted).items()})
-    markdown, data = index(points)
+    markdown, data = sweep_index(points)
     files.update({"index.md": markdown, "index.json": data})
     return files, reports, problems

@@ -22,6 +22,7 @@ import typer
 
 from generator import __version__
 from generator.errors import UserError
+from generator.resources import data_dir
 
 
 def _usage_pieces(self, ctx) -> list[str]:
@@ -131,6 +132,7 @@ def generate(
         typer.echo("--out takes one spec; several specs each go to launch/<name>/", err=True)
         raise typer.Exit(2)
     if check and out is None:  # pre-commit passes the generated files a commit touches too
+        # deferred: generate --check only; the CLI imports each command's modules when it runs (start-up)
         from generator.drift import specs_of
 
         specs, notes = specs_of(specs)
@@ -147,9 +149,10 @@ def _generate_one(spec: Path, target: Target, out: Path | None, strict: bool, ch
                   diff: bool, overrides: list[str] | None, quiet: bool = False) -> int:
     """Render one spec (its stages, or its sweep points) as {relative path: text}, then write,
     print or --check it; returns the exit code: 0, or 1 for drift or --strict."""
+    # deferred: generate's modules, imported when it runs (start-up of --version and the other commands)
     from generator.artifacts import spec_files
     from generator.render import ARTIFACTS
-    from generator.spec.model import load_spec
+    from generator.run import load_spec
 
     loaded = load_spec(spec, str(spec), tuple(overrides or ()))
     wanted = None if target is Target.all else ARTIFACTS[target.value][0]
@@ -174,7 +177,7 @@ def _generate_one(spec: Path, target: Target, out: Path | None, strict: bool, ch
 
 
 def _check(folder: Path, expected: dict[str, str], show_diff: bool, extras: bool) -> int:
-    from generator.drift import compare
+    from generator.drift import compare  # deferred: generate --check only (start-up)
 
     drift = compare(expected, folder, extras)
     if drift.clean:
@@ -207,12 +210,12 @@ def explain(
     """Print the plan's derivation step by step (or the plan as JSON); a sweep's index table."""
 
     def run() -> None:
-        from generator.plan.stages import resolve_run
-        from generator.spec.model import load_spec
+        # deferred: explain's modules, imported when it runs (start-up)
+        from generator.run import load_spec, resolve_run
 
         loaded = load_spec(spec, str(spec), tuple(overrides or ()))
         if loaded.doc.data.get("sweep"):
-            from generator.sweep import index, sweep_points
+            from generator.sweep import index, sweep_points  # deferred: a sweep only (start-up)
 
             markdown, data = index(sweep_points(loaded.doc))
             sys.stdout.write(data if output_format is Format.json else markdown)
@@ -223,7 +226,7 @@ def explain(
                 else {"stages": [plan.to_json() for plan in plans]}
             typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
             return
-        from generator.explain import explain_text
+        from generator.explain import explain_text  # deferred: explain's text only (start-up)
         from generator.plan.stages import stage_folder, timeline
 
         if len(plans) == 1 and plans[0].spec.stage is None:
@@ -248,6 +251,7 @@ def plan_(
     by estimated step time. Exit 0, or 1 when nothing fits."""
 
     def run() -> int:
+        # deferred: plan's search (numpy), imported when it runs (start-up)
         from generator.autoplan import run_search
         from generator.autoplan.report import nothing_fits, plan_json, summary, table, why_best
         from generator.spec.model import load_document
@@ -295,7 +299,7 @@ def lint(
     Exit 0 clean, 1 errors found (an unreadable file is one: GL900), 2 usage errors."""
 
     def run() -> int:
-        from generator.lint import lint_paths
+        from generator.lint import lint_paths  # deferred: lint's modules, imported when it runs (start-up)
         from generator.lint.report import REPORTERS
 
         def codes(values: list[str] | None) -> list[str]:
@@ -335,6 +339,7 @@ def import_(
     do not determine are marked in the YAML and listed on stderr."""
 
     def run() -> None:
+        # deferred: import's modules, imported when it runs (start-up)
         from generator.importer import import_paths
         from generator.lint.report import locate
 
@@ -381,7 +386,7 @@ def resume_check(
     flags, after a conversion (which), or not at all. Exit 0 when it resumes as it is, 1 otherwise."""
 
     def run() -> int:
-        from generator.resume import check
+        from generator.resume import check  # deferred: resume-check only (start-up)
 
         result = check(old, new, tuple(overrides or ()))
         if output_format is Format.json:
@@ -398,14 +403,13 @@ def resume_check(
 @app.command()
 def schema() -> None:
     """Print the spec's JSON Schema (draft-07)."""
-    from generator.resources import data_dir
-
     sys.stdout.write((data_dir("schemas") / "spec.schema.json").read_text(encoding="utf-8"))
 
 
 @app.command()
 def rules(code: Annotated[str | None, typer.Argument(help="A rule code such as GL003.")] = None) -> None:
     """List the checks and their stable codes, or explain one."""
+    # deferred: the rules command only; the rule modules load on use (start-up)
     from generator.rules import RULES
 
     if code is None:

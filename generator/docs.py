@@ -16,6 +16,35 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from generator import presets
+from generator.autoplan.published import cases, rank
+from generator.autoplan.report import layout_text
+from generator.calculator.resolve import resolve
+from generator.estimate.attention import IN_TRAINING
+from generator.estimate.calibration import (
+    ATTENTION_GRID,
+    GENERATION,
+    H100,
+    attention_errors,
+    band,
+    fit_fp8_gemm_efficiency,
+    fp8_pair,
+    generation_efficiency,
+    generations,
+    leave_one_out,
+    long_context_ratio,
+    median_abs_error,
+    predict,
+    readme_brackets,
+    uncertainty,
+)
+from generator.estimate.performance import FP8_GEMM_EFFICIENCY
+from generator.explain import explain_text
+from generator.resume import Check, changes, run_record
+from generator.rules import RULES
+from generator.run import load_spec
 from generator.spec.schema import spec_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,8 +103,6 @@ def spec_reference() -> str:
 
 
 def rule_table() -> str:
-    from generator.rules import RULES
-
     lines = ["| code | name | severity | check |", "|---|---|---|---|"]
     lines += [f"| [`{r.code}`](rules/{r.code}.md) | `{r.name}` | {r.severity} | {_md(r.summary)} |"
               for r in RULES.values()]
@@ -88,7 +115,6 @@ def _corpus_examples() -> dict[str, list[tuple[str, int, str]]]:
     path = ROOT / "tests" / "lint_corpus" / "expected.yaml"
     if not path.exists():  # an installed wheel has no tests; the pages are built from a checkout
         return {}
-    import yaml
 
     examples: dict[str, list[tuple[str, int, str]]] = {}
     for raw in path.read_text(encoding="utf-8").splitlines():
@@ -101,8 +127,6 @@ def _corpus_examples() -> dict[str, list[tuple[str, int, str]]]:
 
 
 def rule_page(code: str, examples: list[tuple[str, int, str]]) -> str:
-    from generator.rules import RULES
-
     r = RULES[code]
     reads = ", ".join(f"`{n}`" for n in r.needs)
     if r.optional:
@@ -124,25 +148,17 @@ def rule_page(code: str, examples: list[tuple[str, int, str]]) -> str:
 
 
 def rule_pages() -> dict[str, str]:
-    from generator.rules import RULES
-
     examples = _corpus_examples()
     return {f"{RULE_PAGES}/{code}.md": rule_page(code, examples.get(code, [])) for code in RULES}
 
 
 def seed_explain() -> str:
-    from generator.explain import explain_text
-    from generator.plan.plan import resolve
-    from generator.spec.model import load_spec
-
     sample = "samples/seed-pretrain-256.yaml"
     text = explain_text(resolve(load_spec(ROOT / sample, sample)))
     return f"```console\n$ gen-launch explain {sample}\n{text}```"
 
 
 def resume_example() -> str:
-    from generator.resume import Check, changes, run_record
-
     sample = "samples/llama3-8b-pretrain.yaml"
     sets = ("parallelism.tp=4", "parallelism.cp=1", "cluster.nodes=8", "training.train_tokens=2T")
     given = " ".join(f"--set {s}" for s in sets)
@@ -152,26 +168,6 @@ def resume_example() -> str:
 
 
 def calibration_table() -> str:
-    from generator import presets
-    from generator.estimate.attention import IN_TRAINING
-    from generator.estimate.calibration import (
-        ATTENTION_GRID,
-        GENERATION,
-        H100,
-        attention_errors,
-        band,
-        fit_fp8_gemm_efficiency,
-        fp8_pair,
-        generation_efficiency,
-        generations,
-        leave_one_out,
-        long_context_ratio,
-        median_abs_error,
-        predict,
-        uncertainty,
-    )
-    from generator.estimate.performance import FP8_GEMM_EFFICIENCY
-
     lines = ["| run | source | GPUs | published TFLOP/s/GPU | predicted | efficiency used | "
              "throughput error |", "|---|---|---|---|---|---|---|"]
     notes = []
@@ -222,8 +218,6 @@ def calibration_table() -> str:
 
 
 def readme_table() -> str:
-    from generator.estimate.calibration import readme_brackets
-
     lines = ["Megatron-LM's README runs on H100 (checked as brackets: micro batch and interleaving "
              "are not stated; model TFLOP/s per GPU at the preset's efficiency):", "",
              "| run | published | model's slowest (micro, vpp) | model's fastest (micro, vpp) |",
@@ -234,9 +228,6 @@ def readme_table() -> str:
 
 
 def published_layouts() -> str:
-    from generator.autoplan.published import cases, rank
-    from generator.autoplan.report import layout_text
-
     lines = ["| configuration | published | rank of its tp × pp | the model's schedule for it | "
              "step s | the model's #1 | #1 step s |", "|---|---|---|---|---|---|---|"]
     for r in map(rank, cases()):

@@ -4,9 +4,11 @@ a missing one, an extra one) and what the golden-file tests assert. Nothing is w
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import field
 from pathlib import Path
 
+from generator.lint.discover import looks_like_spec, read_text
 from generator.values import record
 
 
@@ -55,10 +57,6 @@ def specs_of(paths: list[Path]) -> tuple[list[Path], list[str]]:
     """The specs to check for files a commit touches (pre-commit passes specs and generated files
     alike): a spec is itself; a generated file is the spec its folder's plan.json names (the
     nearest plan.json at or above it). ([specs, in order, once each], [notes on files skipped])."""
-    import json
-
-    from generator.lint.discover import looks_like_spec, read_text
-
     specs: list[Path] = []
     notes: list[str] = []
     for path in paths:

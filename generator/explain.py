@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from generator import presets
+from generator.estimate.advice import deepseek_llm, kaplan_critical_batch
+from generator.estimate.memory import ALLOWANCE_FIXED_GIB, ALLOWANCE_FRACTION, GIB, estimate_memory
+from generator.estimate.params import count_params
+from generator.estimate.plan import layout_of, shape_of, usable_memory_gib
 from generator.plan.plan import Plan
-from generator.units import human
+from generator.spec.architecture import architecture_line
+from generator.units import human, slurm_minutes
 
 
 def _fsdp_text(plan: Plan) -> str:
@@ -84,10 +92,6 @@ def explain_text(plan: Plan) -> str:
 def _model_lines(plan: Plan) -> list[str]:
     """The architecture in one line, and the parameters: as published, plus the vocabulary
     padding the framework builds."""
-    from generator.estimate.params import count_params
-    from generator.estimate.plan import shape_of
-    from generator.spec.architecture import architecture_line
-
     m = plan.model
     params = count_params(shape_of(plan))
     count = f"  {params.published:,} parameters"
@@ -96,8 +100,6 @@ def _model_lines(plan: Plan) -> list[str]:
                   f"{plan.padded_vocab_size:,} rows, a multiple of {m.make_vocab_size_divisible_by} × tp "
                   f"{plan.tp}) = {params.total:,} built")
     if m.preset:
-        from generator import presets
-
         published = presets.models()[m.preset].get("published", {})
         if published.get("params") == params.published and published.get("exact", True):
             count += f"; {m.preset} as released ({published['source']})"
@@ -106,8 +108,6 @@ def _model_lines(plan: Plan) -> list[str]:
 
 def _advice(plan: Plan) -> list[str]:
     """Scaling-law advice, labelled; it never changes the plan."""
-    from generator.estimate.advice import deepseek_llm, kaplan_critical_batch
-
     m = plan.model
     laws = [deepseek_llm(m.num_layers, m.hidden_size, m.seq_length, plan.train_tokens)]
     if plan.spec.training.target_loss:
@@ -138,11 +138,6 @@ def _advice(plan: Plan) -> list[str]:
 
 
 def _largest_fitting_micro(plan: Plan) -> int | None:
-    from dataclasses import replace
-
-    from generator.estimate.memory import estimate_memory
-    from generator.estimate.plan import layout_of, shape_of, usable_memory_gib
-
     capacity = usable_memory_gib(plan.spec, plan.gpu)
     if capacity is None:
         return None
@@ -171,8 +166,6 @@ def _bar(fraction: float, width: int = 24) -> str:
 
 
 def _estimates(plan: Plan) -> list[str]:
-    from generator.estimate.memory import ALLOWANCE_FIXED_GIB, ALLOWANCE_FRACTION, GIB
-
     e = plan.estimate()
     m = e.memory
     capacity = m.capacity or m.total
@@ -232,8 +225,6 @@ def _estimates(plan: Plan) -> list[str]:
 
 def _allocations(plan, train_seconds: float, step_time_s: float) -> list[str]:
     """How the run fits its Slurm time limit: allocations needed, checkpoints, the exit before it."""
-    from generator.units import slurm_minutes
-
     limit = slurm_minutes(plan.spec.slurm.time)
     if limit is None or train_seconds <= limit * 60:
         return []

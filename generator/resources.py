@@ -6,6 +6,8 @@ read or written is ignored."""
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import os
 from collections.abc import Callable
 from functools import cache
@@ -54,7 +56,7 @@ def read_yaml(path: Path):
 
 
 def _parse_yaml(text: str):
-    import yaml
+    import yaml  # deferred: yaml only when a data file is not in the cache (read_kept)
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
@@ -64,9 +66,6 @@ def read_kept(path: Path, kind: str, parse: Callable[[str], Any]):
     file's text and ``kind`` (name a new kind when ``parse`` changes what it makes): the next run
     reads it back with marshal, ~20× faster than parsing the YAML or JSON again. ``parse`` must
     return what marshal writes (dicts, lists, tuples, strings, numbers, None)."""
-    import hashlib
-    import marshal
-
     text = path.read_text(encoding="utf-8")
     folder = cache_dir("data")
     kept = folder / f"{path.stem}-{kind}-{hashlib.sha1(text.encode()).hexdigest()}.marshal"
@@ -84,8 +83,6 @@ def read_kept(path: Path, kind: str, parse: Callable[[str], Any]):
 
 def _keep(path: Path, data) -> None:
     """Write ``data`` to the cache file ``path``, whole or not at all (concurrent runs)."""
-    import marshal
-
     try:
         blob = marshal.dumps(data)
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")

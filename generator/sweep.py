@@ -6,9 +6,12 @@ from __future__ import annotations
 import itertools
 import json
 
+from generator.calculator.resolve import PlanError
 from generator.errors import UserError
+from generator.run import build_spec, resolve_run
 from generator.spec.load import Document
-from generator.spec.model import Spec, build_spec
+from generator.spec.model import Spec
+from generator.spec.overlay import with_values
 from generator.spec.schema import validate
 from generator.values import record
 
@@ -31,10 +34,6 @@ def _label(values: dict[str, object]) -> str:
 
 def sweep_points(doc: Document) -> list[Point]:
     """The points of a document's sweep (empty when it has none), resolved where valid."""
-    from generator.plan.plan import PlanError
-    from generator.plan.stages import resolve_run
-    from generator.spec.overlay import with_values
-
     sweep = doc.data.get("sweep") if isinstance(doc.data, dict) else None
     if not sweep:
         return []

@@ -8,8 +8,9 @@ from typing import Any
 
 import yaml
 
-from generator.plan.plan import Plan, resolve
-from generator.spec.model import load_spec
+from generator.calculator.resolve import resolve
+from generator.plan.plan import Plan
+from generator.run import load_spec
 
 BASE: dict[str, Any] = {
     "name": "t",

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.plan.plan import Plan, resolve
-from generator.render import render, render_all
+from generator.artifacts import render_all
+from generator.calculator.resolve import resolve
+from generator.plan.plan import Plan
+from generator.render import render
 
 from .conftest import ROOT, require_oracle
 from .helpers import plan_of, spec_dict
@@ -135,7 +137,7 @@ def _gpu_path(plan: Plan, folder: Path, monkeypatch) -> None:
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
 def test_samples_read_by_accelerate(sample: Path, tmp_path: Path, monkeypatch) -> None:
-    from generator.spec.model import load_spec
+    from generator.run import load_spec
 
     _check(resolve(load_spec(sample)), tmp_path, monkeypatch)
 
@@ -148,7 +150,7 @@ def test_variants_read_by_accelerate(index: int, tmp_path: Path, monkeypatch) ->
 def test_the_oracle_reads_our_file(tmp_path: Path) -> None:
     """A config changed by hand changes what accelerate makes of it."""
     require_oracle("accelerate")
-    from generator.spec.model import load_spec
+    from generator.run import load_spec
 
     plan = resolve(load_spec(SAMPLES[1]))
     _write(plan, tmp_path)
@@ -163,7 +165,7 @@ def test_the_gpu_path_refuses_mixed_precision_beside_the_deepspeed_file(tmp_path
     """The oracle can fail: the config as it was written before (mixed_precision beside
     deepspeed_config_file) is refused by accelerate on a GPU machine."""
     require_oracle("accelerate")
-    from generator.spec.model import load_spec
+    from generator.run import load_spec
 
     sample = next(s for s in SAMPLES if s.stem == "sft-llama3-8b-accelerate-zero3")
     plan = resolve(load_spec(sample))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from generator.calculator.resolve import PlanError
 from generator.cli import app
 from generator.estimate.params import Shape, count_params
-from generator.plan.plan import PlanError
 from generator.render import render
 from generator.spec.architecture import architecture_line
 from generator.spec.model import model_from

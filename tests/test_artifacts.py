@@ -11,18 +11,19 @@ from pathlib import Path
 import pytest
 
 import generator.render as render
-from generator.plan.plan import resolve
+from generator.artifacts import render_all
+from generator.calculator.resolve import resolve
+from generator.lint.readback import RenderMismatch
 from generator.readers.bash import read_script
 from generator.readers.bash.evaluate import UNKNOWN, join
-from generator.render.readback import RenderMismatch
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import SAMPLES
 from .helpers import plan_of, spec_dict
 
 
 def write_all(sample: Path, folder: Path) -> dict[str, str]:
-    files = render.render_all(resolve(load_spec(sample, f"samples/{sample.name}")))
+    files = render_all(resolve(load_spec(sample, f"samples/{sample.name}")))
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (folder / name).write_text(text)
@@ -52,7 +53,7 @@ def test_shellcheck_clean(sample: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("sample", [s for s in SAMPLES if "megatron_args.sh" in
-                                    render.render_all(resolve(load_spec(s)))], ids=lambda s: s.stem)
+                                    render_all(resolve(load_spec(s)))], ids=lambda s: s.stem)
 def test_bash_reads_the_array_as_the_reader_does(sample: Path, tmp_path: Path) -> None:
     """Real bash is the oracle of the static reader: the same words, in the same order."""
     files = write_all(sample, tmp_path)
@@ -83,7 +84,7 @@ def test_spec_values_cannot_inject(tmp_path: Path) -> None:
                              "env": {"NCCL_X": ENV_VALUE}},
                      slurm={"container_image": "img; touch pwned",
                             "container_mounts": ["/a:/b", "$(touch pwned)"]})
-    files = render.render_all(plan_of(tmp_path, data))
+    files = render_all(plan_of(tmp_path, data))
     work, stubs = tmp_path / "run", tmp_path / "bin"
     work.mkdir()
     stubs.mkdir()
@@ -118,7 +119,7 @@ def test_readback_catches_a_drifted_template(tmp_path: Path, monkeypatch: pytest
 
     monkeypatch.setattr(render, "render", drifted)
     with pytest.raises(RenderMismatch) as err:
-        render.render_all(plan)
+        render_all(plan)
     assert ("ds_config.json:3:37: GL004 DeepSpeed micro batch 4 ≠ --micro-batch-size 2 "
             "[ds_micro_batch_size at ds_config.json:3:37, micro_batch_size at megatron_args.sh:25:22]"
             in str(err.value))

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from generator.artifacts import render_all
+from generator.calculator.resolve import resolve
 from generator.cli import app
 from generator.lint.engine import lint_texts
-from generator.plan.plan import resolve
-from generator.render import render_all
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import ROOT
 

@@ -14,15 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from generator.artifacts import render_all
 from generator.autoplan import run_search
 from generator.autoplan.published import cases, rank
 from generator.autoplan.search import concrete
+from generator.calculator.resolve import resolve
 from generator.cli import app
 from generator.estimate.memory import Layout, estimate_memory
 from generator.estimate.params import Shape
-from generator.plan.plan import resolve
-from generator.render import render_all
-from generator.spec.model import load_document, load_spec
+from generator.run import load_spec
+from generator.spec.model import load_document
 
 from .conftest import ROOT, SAMPLES
 from .helpers import BASE, plan_of, spec_dict
@@ -276,8 +277,8 @@ FIXED = [s for s in SAMPLES if not load_spec(s).doc.data.get("sweep") and load_s
 def test_plan_and_explain_estimate_the_same_layout_alike(sample) -> None:
     """One layout definition for both: auto-plan's row of a fixed spec is the plan's estimate
     (HSDP's shard group included: sft-llama3-8b-fsdp2 was 22.27 vs 30.12 GiB)."""
+    from generator.calculator.resolve import resolve
     from generator.estimate.memory import GIB
-    from generator.plan.plan import resolve
 
     result = CliRunner().invoke(app, ["plan", str(sample), "--format", "json"])
     row = json.loads(result.stdout)["ranked"][0]
@@ -333,8 +334,8 @@ def test_the_choice_is_cached_by_spec_and_read_back_without_searching(tmp_path, 
     import yaml
 
     import generator.autoplan.search as search_module
-    from generator.plan.plan import resolve
-    from generator.spec.model import load_spec
+    from generator.calculator.resolve import resolve
+    from generator.run import load_spec
 
     monkeypatch.setenv("GEN_LAUNCH_CACHE", str(tmp_path / "cache"))
     searches = []
@@ -404,8 +405,8 @@ def test_the_search_estimates_every_candidate_as_the_plan_does(sample: str, tmp_
     from generator.autoplan import search as s
     from generator.autoplan.space import domains, placeholders, searched
     from generator.estimate.plan import hardware_of, usable_memory_gib
+    from generator.run import build_spec
     from generator.spec.load import Document
-    from generator.spec.model import build_spec
 
     data = yaml.safe_load((ROOT / "samples" / sample).read_text(encoding="utf-8"))
     for section, fields in AUTO_CASES[sample].items():

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from generator.calculator.resolve import PlanError
 from generator.plan.batch import closest_multiple, solve_batch
-from generator.plan.plan import PlanError
 
 from .helpers import plan_of, spec_dict
 
@@ -136,6 +136,6 @@ def test_lr_scaling_from_a_reference(tmp_path: Path, rule: str, expected: float)
     plan = plan_of(tmp_path, data)
     assert plan.lr == pytest.approx(expected)
     assert any(line.startswith("lr = reference_lr × ") and f"({rule} rule)" in line for line in plan.derivation)
-    from generator.render import render_all
+    from generator.artifacts import render_all
 
     assert f"--lr {plan.lr!r}" in render_all(plan)["megatron_args.sh"]

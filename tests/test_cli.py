@@ -124,12 +124,12 @@ def test_unwritable_output_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_internal_errors_have_no_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    import generator.render as render
+    import generator.artifacts as artifacts
 
     def broken(plan):
         raise KeyError("boom")
 
-    monkeypatch.setattr(render, "render_all", broken)
+    monkeypatch.setattr(artifacts, "render_all", broken)
     monkeypatch.delenv("GEN_LAUNCH_DEBUG", raising=False)
     result = runner.invoke(app, ["generate", SEED])
     assert result.exit_code == 2

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from generator.plan.plan import Plan, resolve
-from generator.render import render_all
-from generator.spec.model import load_spec
+from generator.artifacts import render_all
+from generator.calculator.resolve import resolve
+from generator.plan.plan import Plan
+from generator.run import load_spec
 
 from .conftest import ROOT, SAMPLES, require_oracle
 from .helpers import plan_of, spec_dict

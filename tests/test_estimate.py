@@ -33,7 +33,8 @@ from generator.estimate.performance import (
     step_flops,
 )
 from generator.estimate.plan import hardware_of
-from generator.spec.model import load_spec, model_from
+from generator.run import load_spec
+from generator.spec.model import model_from
 
 from .conftest import SAMPLES
 from .helpers import plan_of, spec_dict

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from generator.artifacts import render_all
 from generator.cli import app
 from generator.estimate.memory import Layout, estimate_memory, state_bytes_per_param
 from generator.estimate.params import Shape
 from generator.estimate.performance import Hardware, estimate_performance, fp8_cast_bytes, fp8_gemm_speedup
 from generator.lint.engine import lint_texts
-from generator.render import render_all
 
 from .helpers import plan_of, spec_dict
 
@@ -189,7 +189,7 @@ def test_lint_reads_fp8_and_packing() -> None:
 def test_a_recipe_without_fp8_is_noted_and_not_written(tmp_path: Path) -> None:
     """training.fp8_recipe on a bf16 run: a note says it has no effect; no --fp8-recipe is
     written (Megatron would ignore it without --fp8-format); an FP8 run gets no such note."""
-    from generator.render import render_all
+    from generator.artifacts import render_all
 
     bf16 = plan_of(tmp_path, spec_dict(training={"precision": "bf16", "fp8_recipe": "tensorwise"}), "b.yaml")
     assert any("training.fp8_recipe tensorwise has no effect: training.precision is bf16" in n

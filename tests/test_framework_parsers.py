@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from generator.artifacts import spec_files
-from generator.plan.plan import PlanError
+from generator.calculator.resolve import PlanError
 from generator.readers.bash.evaluate import UNKNOWN, join, read_script
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import ROOT, SAMPLES
 from .helpers import spec_dict
@@ -417,7 +417,7 @@ def test_the_gradient_reduce_dtype_and_param_gather_overlap_are_megatrons(trees,
 
     from generator.estimate.performance import gradient_bytes
     from generator.estimate.plan import layout_of
-    from generator.plan.stages import resolve_run
+    from generator.run import resolve_run
 
     cases = []
     for version in ("core_v0.16", "latest"):
@@ -468,7 +468,7 @@ def test_the_flops_per_step_are_megatrons_count_of_the_model_built(trees, tmp_pa
 
     from generator.estimate.params import Shape
     from generator.estimate.performance import forward_flops_per_token, step_flops
-    from generator.plan.stages import resolve_run
+    from generator.run import resolve_run
 
     models = {"dense": {"preset": "llama3-8b", "seq_length": 4096},
               "moe": {"preset": "mixtral-8x7b", "seq_length": 4096},

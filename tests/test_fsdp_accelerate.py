@@ -11,10 +11,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from generator.artifacts import render_all
 from generator.cli import app
 from generator.importer import import_paths
-from generator.render import render_all
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .helpers import plan_of, spec_dict
 

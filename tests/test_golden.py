@@ -12,7 +12,7 @@ import pytest
 
 from generator.artifacts import spec_files
 from generator.drift import compare
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import ROOT, SAMPLES
 

@@ -16,14 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from generator.artifacts import spec_files
+from generator.artifacts import render_all, spec_files
 from generator.cli import app
 from generator.importer import import_paths
 from generator.importer.draft import MARK
 from generator.lint.engine import lint_texts, views
-from generator.plan.stages import resolve_run
-from generator.render import render_all
-from generator.spec.model import load_spec
+from generator.run import load_spec, resolve_run
 
 from .conftest import ROOT, SAMPLES
 from .helpers import plan_of

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from generator.calculator.resolve import resolve
 from generator.dialects.launchers import launcher, launchers
-from generator.plan.plan import Plan, resolve
+from generator.plan.plan import Plan
 from generator.render import render
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import ROOT, SAMPLES, require_oracle
 from .helpers import plan_of, spec_dict
@@ -187,7 +188,7 @@ def test_a_rewritten_image_is_a_note(tmp_path) -> None:
 def test_the_preflight_uses_the_accelerators_own_backend(tmp_path, gpu: str, backend: str, device) -> None:
     """slurm.preflight writes preflight.py (valid Python, the plan's world size, the vendor's
     device and collective backend) and launch.sbatch runs it before the training step."""
-    from generator.render import render_all
+    from generator.artifacts import render_all
 
     cluster = {"gpu": gpu, "allow_oversize": True}
     data = spec_dict(slurm={"preflight": True}, cluster=cluster)

@@ -17,7 +17,7 @@ from generator.artifacts import spec_files
 from generator.cli import app
 from generator.lint import lint_paths
 from generator.lint.discover import SUFFIXES
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import ROOT, SAMPLES
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from generator.plan.plan import Plan, resolve
+from generator.calculator.resolve import resolve
+from generator.plan.plan import Plan
 from generator.rules import RULES, Fact, run_rules
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import SAMPLES, require_oracle
 from .helpers import plan_of

@@ -14,9 +14,9 @@ import yaml
 
 from generator import presets
 from generator.artifacts import spec_files
+from generator.calculator.resolve import PlanError, resolve
 from generator.estimate.params import Shape, count_params
-from generator.plan.plan import PlanError, resolve
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import SAMPLES
 from .helpers import spec_dict
@@ -195,7 +195,7 @@ MEGATRON_LM_SAMPLES = [s for s in SAMPLES if load_spec(s).framework == "megatron
 
 
 def test_every_megatron_lm_sample_builds_the_model_its_plan_estimates(trees, tmp_path: Path) -> None:
-    from generator.spec.model import stage_specs
+    from generator.run import stage_specs
 
     cases = []
     for sample in MEGATRON_LM_SAMPLES:

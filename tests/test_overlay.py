@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from generator.calculator.resolve import PlanError, resolve
 from generator.cli import app
 from generator.errors import UserError
-from generator.plan.plan import PlanError, resolve
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import ROOT
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from generator.artifacts import render_all
 from generator.readers.bash import read_script
 from generator.readers.bash.evaluate import join
-from generator.render import render_all
 
 from .helpers import plan_of
 

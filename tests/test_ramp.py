@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.plan.plan import PlanError
+from generator.artifacts import render_all
+from generator.calculator.resolve import PlanError
 from generator.plan.ramp import from_rampup, from_schedule
-from generator.render import render_all
 
 from .helpers import plan_of, spec_dict
 from .test_megatron_oracle import calculator  # noqa: F401  (the oracle fixture)

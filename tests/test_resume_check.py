@@ -14,7 +14,7 @@ import yaml
 from generator.artifacts import spec_files
 from generator.cli import entrypoint
 from generator.resume import check
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import require_oracle
 from .helpers import overlay, spec_dict

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.plan.plan import PlanError
+from generator.calculator.resolve import PlanError
 from generator.rules import RULES, Fact
 
 from .helpers import plan_of, spec_dict

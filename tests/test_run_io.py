@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from generator.artifacts import spec_files
+from generator.calculator.resolve import PlanError, resolve
 from generator.errors import UserError
-from generator.plan.plan import PlanError, resolve
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import MINIMAL
 from .helpers import spec_dict

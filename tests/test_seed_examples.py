@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from generator.calculator.resolve import resolve
 from generator.explain import explain_text
-from generator.plan.plan import resolve
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import ROOT
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.plan.plan import resolve
-from generator.render import render_all
-from generator.spec.model import load_spec
+from generator.artifacts import render_all
+from generator.calculator.resolve import resolve
+from generator.run import load_spec
 
 from .conftest import ROOT, SAMPLES
 
@@ -333,7 +333,7 @@ def test_the_partitions_maximum_is_the_one_slurm_enforces(slurm, tmp_path: Path,
     one GL314 lets through. Above the maximum, sbatch refuses the script rendered without
     slurm.max_time, or holds it with the reason PartitionTimeLimit; with slurm.max_time given,
     gen-launch refuses the spec."""
-    from generator.plan.plan import PlanError
+    from generator.calculator.resolve import PlanError
 
     spec = variant(tmp_path, "cpu-short", slurm={"partition": "short", "time": limit})
     write_files(spec, tmp_path / "launch")

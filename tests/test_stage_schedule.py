@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from generator.artifacts import spec_files
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import ROOT, require_oracle
 from .oracle.megatron_scheduler import lr as _lr

@@ -9,10 +9,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from generator.calculator.resolve import PlanError
 from generator.cli import app
-from generator.plan.plan import PlanError
-from generator.plan.stages import resolve_run
-from generator.spec.model import load_spec
+from generator.run import load_spec, resolve_run
 
 from .conftest import ROOT
 

@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.artifacts import spec_files
+from generator.calculator.resolve import resolve
 from generator.cli import app
 from generator.errors import UserError
-from generator.plan.plan import resolve
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import ROOT
 

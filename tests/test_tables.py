@@ -28,8 +28,7 @@ from generator.dialects.arguments import (
 )
 from generator.dialects.deepspeed import deepspeed_values
 from generator.dialects.keyed import keyed_dialect
-from generator.plan.stages import resolve_run
-from generator.spec.model import load_spec
+from generator.run import load_spec, resolve_run
 
 from .conftest import SAMPLES
 

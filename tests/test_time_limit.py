@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from generator.artifacts import spec_files
+from generator.calculator.resolve import chained_jobs, exit_margin_minutes, resolve
 from generator.explain import explain_text
-from generator.plan.plan import chained_jobs, exit_margin_minutes, resolve
-from generator.spec.model import load_spec
+from generator.run import load_spec
 from generator.units import slurm_minutes
 
 from .conftest import ROOT
@@ -125,7 +125,7 @@ def test_a_time_limit_beyond_the_partitions_maximum_is_refused_at_the_field(tmp_
     sample is generated as a chain of jobs instead."""
     import yaml
 
-    from generator.plan.plan import PlanError
+    from generator.calculator.resolve import PlanError
 
     data = yaml.safe_load((ROOT / "samples" / "llama3-8b-pretrain.yaml").read_text())
     data["slurm"].update(time="7-00:00:00", max_time="2-00:00:00")

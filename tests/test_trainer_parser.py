@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.plan.plan import resolve
+from generator.calculator.resolve import resolve
 from generator.render import render
-from generator.spec.model import load_spec
+from generator.run import load_spec
 
 from .conftest import SAMPLES, require_oracle
 from .helpers import plan_of, spec_dict

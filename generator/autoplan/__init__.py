@@ -9,9 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from generator.autoplan import cache
 from generator.autoplan.space import domains, placeholders, searched
 from generator.errors import UserError
 from generator.spec.load import Document, load_yaml
+from generator.spec.model import build_spec
+from generator.spec.overlay import merge
+from generator.spec.schema import validate
 from generator.values import value
 
 if TYPE_CHECKING:  # the search itself is imported when a spec has fields to search
@@ -38,8 +42,7 @@ class AutoPlan:
 
 def run_search(doc: Document, keep: int = 10) -> tuple[Any, dict[str, Any], Search]:
     """(template spec, {searched path: "auto" or list}, the search) for a spec with auto fields."""
-    from generator.autoplan.search import search
-    from generator.spec.model import build_spec
+    from generator.autoplan.search import search  # deferred: numpy, only for a spec with fields to search
 
     given = searched(doc.data)
     template = build_spec(Document(doc.file, placeholders(doc.data), doc.root, doc.digest))
@@ -49,8 +52,6 @@ def run_search(doc: Document, keep: int = 10) -> tuple[Any, dict[str, Any], Sear
 def choose(doc: Document) -> tuple[Document, AutoPlan]:
     """``doc`` with its auto fields set to the best layout; UserError when nothing fits. A
     choice made before for the same spec and code is read from the cache (cache.py)."""
-    from generator.autoplan import cache
-
     name = cache.key(doc.data)
     kept = _cached(cache.load(name), doc)
     if kept is not None:
@@ -76,7 +77,7 @@ def _cached(entry: Any, doc: Document) -> tuple[Document, AutoPlan] | None:
 
 
 def _search_and_choose(doc: Document) -> tuple[Document, AutoPlan]:
-    from generator.autoplan.report import nothing_fits, why_best
+    from generator.autoplan.report import nothing_fits, why_best  # deferred: imports the search (numpy)
 
     template, given, result = run_search(doc, keep=2)
     if not result.ranked:
@@ -106,9 +107,6 @@ def _chosen(candidate: Candidate, given: dict[str, Any], template) -> dict[str, 
 def _with(doc: Document, values: dict[str, Any]) -> Document:
     """The document with the chosen values in place of auto (located at "<file> (auto-plan)"),
     checked again: merging rebuilds it from the file's YAML."""
-    from generator.spec.overlay import merge
-    from generator.spec.schema import validate
-
     tree: dict = {}
     for dotted, given in values.items():
         section, key = dotted.split(".")

@@ -10,8 +10,11 @@ from typing import Any
 
 import yaml
 
+from generator.autoplan import run_search
 from generator.autoplan.search import Candidate
 from generator.estimate.calibration import SC21_TABLE1
+from generator.spec.load import load_yaml
+from generator.spec.schema import validate
 from generator.values import value
 
 
@@ -85,10 +88,6 @@ def cases() -> list[Published]:
 
 
 def rank(case: Published) -> Ranked:
-    from generator.autoplan import run_search
-    from generator.spec.load import load_yaml
-    from generator.spec.schema import validate
-
     doc = load_yaml(yaml.safe_dump(case.spec, sort_keys=False), f"<{case.name}>")
     validate(doc)
     _, _, result = run_search(doc, keep=100_000)

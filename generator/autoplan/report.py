@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from generator import presets
 from generator.autoplan.search import Candidate, Search, search
+from generator.autoplan.space import domains
 from generator.estimate.memory import GIB
 from generator.frameworks import framework_of
 
@@ -102,9 +104,6 @@ def breakdown(c: Candidate) -> str:
 
 def nothing_fits(spec, given: dict[str, Any], result: Search) -> str:
     """Why no layout fits and what would: more nodes, a larger GPU, searching more fields."""
-    from generator import presets
-    from generator.autoplan.space import domains
-
     lines = []
     if result.smallest is None:
         rejected = ", ".join(f"{code} ({n:,})" for code, n in result.rejected.most_common(3))

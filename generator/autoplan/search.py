@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -15,14 +16,16 @@ from typing import Any
 
 import numpy
 
+from generator import presets
 from generator.autoplan.space import expressible, virtual_stages
+from generator.calculator.resolve import PlanError, batch_facts, resolve, spec_facts
+from generator.dialects import dialect_of
 from generator.estimate.memory import GIB, Memory, estimate_memory
 from generator.estimate.params import Shape
 from generator.estimate.performance import Performance, estimate_performance
 from generator.estimate.plan import hardware_of, spec_layout, usable_memory_gib
 from generator.frameworks import framework_of
 from generator.plan.batch import solve_batch
-from generator.plan.plan import PlanError, batch_facts, resolve, spec_facts
 from generator.rules import RULES, Fact, Finding
 from generator.rules.megatron import uneven_split
 from generator.values import record
@@ -172,8 +175,6 @@ PROGRESS_AFTER_S = 1.0  # a search that takes longer says how far it is
 
 def _terminal_progress(evaluated: int, seconds: float, done: bool) -> None:
     """On a terminal, one line that counts the candidates (stderr; nothing in logs or pipes)."""
-    import sys
-
     if not sys.stderr.isatty():
         return
     sys.stderr.write(f"\rauto-plan: {evaluated:,} candidates in {seconds:.1f} s" + ("\n" if done else ""))
@@ -371,8 +372,6 @@ def _pipeline_splits(spec, vpp_choice: list, pp: int) -> list[tuple[int, int | N
     """(vpp, first stage layers, last stage layers) to try for one pp: even stages when pp
     divides the layers; else (a dialect with uneven pipelines, stage counts not fixed by the
     spec) the uneven split that keeps the rest even (rules.megatron.uneven_split)."""
-    from generator.dialects import dialect_of
-
     layers, p = spec.model.num_layers, spec.parallelism
     fixed = (p.first_stage_layers, p.last_stage_layers)
     d = dialect_of(spec)
@@ -392,8 +391,6 @@ def _pipeline_splits(spec, vpp_choice: list, pp: int) -> list[tuple[int, int | N
 
 
 def _gpu(name: str) -> dict:
-    from generator import presets
-
     return presets.gpus()[name]
 
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from generator import presets
+from generator.dialects import dialect_of
+from generator.dialects.arguments import unexpressed
+from generator.estimate.plan import nvlink_gpus
 from generator.frameworks import framework_of
 from generator.rules.suggest import divisors
 
@@ -56,9 +60,6 @@ def placeholders(data: dict) -> dict:
 def domains(given: dict[str, Any], spec) -> dict[str, list]:
     """The values to try per field: "auto" -> the default range, a list -> the list, a field
     the spec fixes -> its one value (``spec`` is the template, fixed fields as given)."""
-    from generator import presets
-    from generator.estimate.plan import nvlink_gpus
-
     c, m, p, fw = spec.cluster, spec.model, spec.parallelism, framework_of(spec.framework)
     world = c.nodes * c.gpus_per_node
     megatron = not fw.plain_deepspeed  # tensor and pipeline parallel layers
@@ -90,9 +91,6 @@ def domains(given: dict[str, Any], spec) -> dict[str, list]:
 
 def expressible(spec, name: str, values: list) -> list:
     """The values of ``name`` that the spec's Megatron dialect can write (all without one)."""
-    from generator.dialects import dialect_of
-    from generator.dialects.arguments import unexpressed
-
     d = dialect_of(spec)
     return values if d is None else [v for v in values if name not in unexpressed(d, {name: v})]
 

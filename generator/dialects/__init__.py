@@ -16,6 +16,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
+from generator import presets
 from generator.frameworks import ARGUMENT_DIALECTS, argument_dialect, forks
 from generator.resources import read_kept, read_yaml
 from generator.values import value
@@ -329,7 +330,6 @@ def title_of(framework: str, megatron_dialect: str | None) -> str:
 
 def dialect_of(spec) -> Dialect | None:
     """The dialect a spec's Megatron arguments are written in (None: no Megatron arguments)."""
-    from generator import presets
 
     record = argument_dialect(spec.framework, spec.megatron.fork,
                               presets.gpus()[spec.cluster.gpu].get("vendor"))

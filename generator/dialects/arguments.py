@@ -3,6 +3,7 @@ table walked forward into argument lines, and what the dialect cannot express.""
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
@@ -29,7 +30,10 @@ _MEGATRON_ROPE_FREQUENCIES = (1.0, 4.0, 8192)
 # values that only say how others are written (no flag of their own has to carry them)
 _CARRIED = {"world_size", "dp", "global", "accumulation", "steps", "warmup_steps", "vocab_size",
             "layers_per_virtual_stage", "lr_warmup_fraction",
-            "wandb_exp_name"}  # the run's name in wandb: written with the project, moot without it
+            "wandb_exp_name",  # the run's name in wandb: written with the project, moot without it
+            # Megatron-LM's companion of --num-query-groups: the groups are what a dialect must
+            # express (microsoft's fork needs only --num-key-value-heads)
+            "group_query_attention"}
 
 
 def megatron_values(plan) -> dict[str, Any]:
@@ -221,8 +225,6 @@ def architecture_values(m, ep: int) -> dict[str, Any]:
 
 def trainer_values(plan) -> dict[str, Any]:
     """The values the Trainer's arguments carry, under the names of trainer.yaml."""
-    import json
-
     t, s = plan.spec.training, plan.spec
     kwargs = None
     if plan.hf_scheduler == "cosine_with_min_lr":

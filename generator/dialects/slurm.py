@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.resources import read_yaml
+from generator.shell import shq
 from generator.values import value
 
 _DIR = Path(__file__).resolve().parent
@@ -97,8 +98,6 @@ def srun_options(plan) -> list[str]:
     CPUs per task (srun gives a task one CPU unless told, and since Slurm 22.05 does not inherit
     sbatch's --cpus-per-task: CPUS_PER_TASK, set by the script); the container (pyxis), with the
     launch folder mounted where the script passes it (its config files are read from there)."""
-    from generator.render import shq
-
     s = plan.spec.slurm
     words = ["--kill-on-bad-exit=1", '--cpus-per-task="${CPUS_PER_TASK}"']
     if s.container_image:

@@ -26,8 +26,8 @@ import math
 from functools import cache
 from typing import Any
 
-from generator.estimate.vectors import where
 from generator.frameworks import framework_of
+from generator.vectors import where
 
 LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
 H100_PEAK = 989.0
@@ -84,7 +84,7 @@ def at_length(length: Any, points: tuple[float, ...]) -> Any:
 
 def _log2(length: Any) -> Any:
     if hasattr(length, "shape"):
-        import numpy
+        import numpy  # deferred: numpy only for arrays (auto-plan), not on the CLI's path
 
         return numpy.log2(length)
     return math.log2(length)
@@ -92,7 +92,7 @@ def _log2(length: Any) -> Any:
 
 def _at_log_length(x: Any, points: tuple[float, ...]) -> Any:
     if hasattr(x, "shape"):
-        import numpy
+        import numpy  # deferred: numpy only for arrays (auto-plan), not on the CLI's path
 
         return numpy.interp(x, XS, points)
     if x <= XS[0]:

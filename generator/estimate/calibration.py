@@ -101,10 +101,12 @@ import statistics
 from dataclasses import replace
 from functools import cache
 
+from generator import presets
 from generator.estimate.attention import IN_TRAINING
-from generator.estimate.memory import Layout
+from generator.estimate.memory import Layout, estimate_memory
 from generator.estimate.params import Shape
-from generator.estimate.performance import FP8_GEMM_EFFICIENCY, estimate_performance
+from generator.estimate.performance import FP8_GEMM_EFFICIENCY, estimate_performance, step_flops
+from generator.estimate.plan import hardware_of
 from generator.values import value
 
 # run_table_1.sh's DDP=torch (the gradient all-reduce overlapped) up to this size (B), DDP=local after
@@ -260,8 +262,6 @@ def _layout(t: int, p: int, v: int, gpus: int, batch: int, micro: int, cp: int =
 
 def runs() -> list[Run]:
     """Every published run, in table order."""
-    from generator.estimate.performance import step_flops
-
     out = []
     for params_b, heads, hidden, layers, t, p, gpus, batch, micro, vpp, tflops in SC21_TABLE1:
         shape = sc21_shape(heads, hidden, layers)
@@ -364,9 +364,6 @@ def padded_vocab(vocab: int, tp: int) -> int:
 
 def predict(run: Run, efficiency: float, fp8_gemm_efficiency: float = FP8_GEMM_EFFICIENCY,
             attention_in_training: float = IN_TRAINING) -> float:
-    from generator import presets
-    from generator.estimate.plan import hardware_of
-
     hw = replace(hardware_of(presets.gpus()[run.gpu], run.layout.precision, run.gpus_per_node),
                  efficiency=efficiency, fp8_gemm_efficiency=fp8_gemm_efficiency,
                  attention_in_training=attention_in_training)
@@ -374,8 +371,6 @@ def predict(run: Run, efficiency: float, fp8_gemm_efficiency: float = FP8_GEMM_E
 
 
 def _hardware_tflops(run: Run, seconds: float) -> float:
-    from generator.estimate.performance import step_flops
-
     return step_flops(run.shape, run.global_batch, run.layout.recompute)[1] / seconds / run.gpus / 1e12
 
 
@@ -415,9 +410,6 @@ def attention_errors(attention_in_training: float) -> list[float]:
 def long_context_ratio(attention_in_training: float, vpp: int = LLAMA3_405B_VPP) -> tuple[float, float]:
     """(published, predicted) per-GPU throughput of Llama 3 405B at seq 131,072 over seq 8192
     (Table 4), at the H100's efficiency fitted with that attention share."""
-    from generator import presets
-    from generator.estimate.plan import hardware_of
-
     hw = replace(hardware_of(presets.gpus()[H100], "bf16", 8),
                  efficiency=generation_efficiency(H100, attention_in_training),
                  attention_in_training=attention_in_training)
@@ -473,8 +465,6 @@ def leave_one_out(gpu: str = A100) -> list[Row]:
     """Each run of a generation predicted with the efficiency fitted on the other fitted runs
     (a run that is only checked, with the fit on all of them; where a generation has no fitted
     runs, with its preset's assumed efficiency)."""
-    from generator import presets
-
     of_gpu = [r for r in runs() if r.generation == gpu]
     fitted = [r for r in of_gpu if r.fitted]
     rows = []
@@ -509,10 +499,6 @@ def readme_brackets() -> list[Bracket]:
     interleaving 1 or any divisor of a stage's layers (micro-batches a multiple of p), no
     recompute, the distributed optimizer (--overlap-param-gather needs it), sequence
     parallelism with t > 1, --tp-comm-overlap; only layouts that fit 80 GB."""
-    from generator import presets
-    from generator.estimate.memory import estimate_memory
-    from generator.estimate.plan import hardware_of
-
     gpu = presets.gpus()[H100]
     hw = hardware_of(gpu, "bf16", 8)
     out = []

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from generator.estimate.params import Shape, count_params
-from generator.estimate.vectors import maximum, minimum, where
 from generator.frameworks import framework_of
 from generator.values import value
+from generator.vectors import maximum, minimum, where
 
 GIB = 1 << 30
 # What the formulas miss: CUDA context and NCCL buffers (a fixed amount per GPU) plus allocator

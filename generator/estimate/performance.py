@@ -20,9 +20,9 @@ from functools import lru_cache
 from generator.estimate.attention import IN_TRAINING, core_seconds, forward_passes, kernel_for
 from generator.estimate.memory import Layout, fp8_params, rank_params, state_bytes_per_param
 from generator.estimate.params import Shape
-from generator.estimate.vectors import maximum, minimum, where
 from generator.frameworks import framework_of
 from generator.values import value
+from generator.vectors import maximum, minimum, where
 
 # FP8 (Transformer Engine): the transformer layers' linear GEMMs run on the FP8 peak at this
 # fraction of the efficiency bf16 GEMMs reach on theirs — fitted on a published FP8-against-bf16

@@ -17,6 +17,7 @@ from generator.estimate.memory import (
 from generator.estimate.params import Shape, count_params
 from generator.estimate.performance import Hardware, Performance, estimate_performance
 from generator.frameworks import framework_of
+from generator.plan.plan import overlaps_grad_reduce
 from generator.values import value
 
 
@@ -83,16 +84,6 @@ def sharding_of(framework: str, distributed_optimizer: bool, zero_stage: int | N
     if framework_of(framework).sharding == "distributed_optimizer":
         return "distributed_optimizer" if distributed_optimizer else "none"
     return f"zero{zero_stage or 0}"
-
-
-def overlaps_grad_reduce(framework: str, zero_stage: int | None, pp: int) -> bool:
-    """Whether the run's data-parallel gradient reduction overlaps the backward pass, as its
-    files ask for it (one definition: the renderers write what this says, the step-time model
-    counts it): Megatron-LM with --overlap-grad-reduce; DeepSpeed with ZeRO's overlap_comm,
-    except under its pipeline engine, which reduces after the last micro-batch; FSDP always."""
-    if not framework_of(framework).deepspeed_engine:
-        return True
-    return bool(zero_stage) and pp == 1
 
 
 def overlaps_p2p_comm(framework: str) -> bool:

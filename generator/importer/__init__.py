@@ -14,6 +14,8 @@ from dataclasses import field
 from pathlib import Path
 
 from generator import __version__
+from generator.calculator.dialect import split_argv
+from generator.dialects import dialect
 from generator.errors import UserError, UserErrors
 from generator.frameworks import ARGUMENT_DIALECTS, FRAMEWORKS, argument_dialect, framework_of, on_vendor
 from generator.importer.deepspeed import read_deepspeed
@@ -22,9 +24,12 @@ from generator.importer.launch import read_launch_facts
 from generator.importer.megatron import read_megatron
 from generator.importer.model import read_model
 from generator.importer.trainer import read_accelerate, read_trainer
-from generator.lint.engine import Run
+from generator.lint import gather
+from generator.lint.engine import Run, lint_texts
 from generator.readers.bash.evaluate import UNKNOWN
+from generator.readers.launch import trainer_words
 from generator.rules import Finding
+from generator.spec.schema import spec_schema
 from generator.values import record
 
 # shown even when equal to the schema's default: the numbers a reader looks for first
@@ -43,9 +48,6 @@ class Imported:
 
 
 def import_paths(paths: list[Path]) -> Imported:
-    from generator.lint import gather
-    from generator.lint.engine import lint_texts
-
     texts, problems, extra = gather(paths)
     result = lint_texts(texts, extra)
     problems += result.unreadable
@@ -67,7 +69,6 @@ def import_paths(paths: list[Path]) -> Imported:
     header = [f"Imported by gen-launch {__version__} from {', '.join(sources)}.",
               f'Lines marked "{MARK}" were not (fully) determined by the files: check them.']
     header += [f"note: {note}" for note in draft.notes]
-    from generator.spec.schema import spec_schema
 
     return Imported(to_yaml(draft, spec_schema(), header), draft, sources,
                     result.findings, result.problems + problems)
@@ -89,15 +90,12 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     ascend = "ascend" in facts and facts["ascend"].value
     trainer = "trainer" in facts and facts["trainer"].value is True
     if trainer:  # TrainingArguments (either spelling); its --deepspeed PATH is the JSON read below
-        from generator.readers.launch import trainer_words
 
         words = trainer_words(words) or words
         extra = read_trainer(_without_deepspeed_config(words, trainer=True), draft)
     elif not record.megatron_arguments:
         extra = _without_deepspeed_config(words)
     else:
-        from generator.dialects import dialect
-
         found = facts["megatron_dialect"].value if "megatron_dialect" in facts else None
         name = on_vendor(found or argument_dialect(framework, None, None).name, "huawei" if ascend else None)
         if ARGUMENT_DIALECTS[name].fork is not None:
@@ -151,8 +149,6 @@ def _entry_words(facts) -> list[str | None]:
 def _unknown_options(extra: list[str | None], d, draft: Draft) -> None:
     """Options the dialect's parser does not define (an entry point's own, or a mistake): the
     spec keeps them unchecked, marked."""
-    from generator.dialects.check import split_argv
-
     _, problems = split_argv([w or "" for w in extra], d.catalogue, str(d))
     unknown = [p.word for p in problems if p.kind == "unknown"]
     if unknown:
@@ -262,8 +258,6 @@ def _required(draft: Draft) -> None:
 
 def _drop_defaults(draft: Draft) -> None:
     """Leave out what equals the schema's default, so the spec shows what is particular."""
-    from generator.spec.schema import spec_schema
-
     schema = spec_schema()["properties"]
     for path in list(draft.values):
         section, _, key = path.partition(".")

@@ -10,6 +10,7 @@ from generator.dialects import Dialect
 from generator.dialects.argv import split
 from generator.importer.draft import Draft, RuntimeWord, spec_word
 from generator.readers.bash.evaluate import UNKNOWN
+from generator.readers.launch import step_schedule
 from generator.spec.model import ARCHITECTURE
 
 # the spec's values for what a script leaves out, where the dialect's parser assumes them
@@ -261,8 +262,6 @@ def _batch_changes(known: dict, draft: Draft, d: Dialect) -> None:
         if isinstance(rampup, dict):  # a release range: the last release that applies it
             draft.set("megatron.version", rampup["until"])
     if "--step-batch-size-schedule" in known:
-        from generator.readers.launch import step_schedule
-
         entries = step_schedule(known["--step-batch-size-schedule"][0] or "")
         if entries is None:
             draft.unknown("batch.schedule", "--step-batch-size-schedule is not known before run time",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from generator.dialects import dialect
 from generator.importer.draft import Draft
 from generator.importer.megatron import (
     flag_value,
@@ -24,8 +25,6 @@ _CHECKPOINTING = ("activation checkpointing is on; the Trainer checkpoints whole
 
 def read_trainer(words: list[str | None], draft: Draft) -> list[str | None]:
     """Spec values from the Trainer's arguments; returns the words left for extra_args."""
-    from generator.dialects import dialect
-
     d = dialect("trainer")
     known, extra = split_arguments(words, d)
     for path, value in framework_defaults(d).items():

@@ -13,6 +13,7 @@ from generator.lint.engine import lint_texts
 from generator.lint.report import Located, locate
 from generator.readers.bash.lexer import STOPPED
 from generator.readers.neox_config import looks_like_neox_config
+from generator.rules import RULES, Fact
 from generator.values import record
 
 _NOQA = re.compile(r"gen-launch:\s*noqa(?::?\s*(?P<codes>[A-Z]{2}\d{3}(?:[\s,]+[A-Z]{2}\d{3})*))?")
@@ -86,16 +87,14 @@ def lint_paths(paths: list[Path], select: list[str] = (), ignore: list[str] = ()
 
 
 def _reading(code: str, fact: str, where: str, what: str):
-    from generator.rules import RULES, Fact
-
     return RULES[code].run({fact: Fact(what, where)})
 
 
 def _lint_spec(path: Path, report: Report, unreadable: list[tuple[str, str]]) -> None:
     """A gen-launch spec is linted by resolving it: its plan errors are its findings."""
-    from generator.plan.plan import PlanError
-    from generator.plan.stages import resolve_run
-    from generator.spec.model import load_spec
+    # deferred: a spec among the linted files only: the calculator and auto-plan (lint start-up)
+    from generator.calculator.resolve import PlanError
+    from generator.run import load_spec, resolve_run
 
     try:
         for plan in resolve_run(load_spec(path)):

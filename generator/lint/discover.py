@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from generator.readfile import Refused, read_capped
+
 SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".json", ".yaml", ".yml")
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
              ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages"}
@@ -27,8 +29,6 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Path]]:
 
 def read_text(path: Path) -> tuple[str | None, str | None]:
     """(text, None) or (None, why it cannot be read)."""
-    from generator.readfile import Refused, read_capped
-
     try:
         raw = read_capped(path, MAX_BYTES)
     except Refused as exc:

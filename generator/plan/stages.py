@@ -1,54 +1,13 @@
-"""A run in stages: one plan per stage (see spec.model.stage_specs), resolved independently, each
-starting from the previous stage's checkpoint."""
+"""A run in stages: one plan per stage (run.py's stage_specs, resolved independently by
+run.resolve_run), each starting from the previous stage's checkpoint; here the one schedule they
+share, their folders and their timeline."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
 
-from generator.plan.plan import Plan, PlanError, RunSchedule, resolve
-from generator.spec.model import Spec, stage_specs
-
-
-def resolve_run(spec: Spec) -> list[Plan]:
-    """The plans of a spec: one, or one per stage (errors name their stage)."""
-    if not spec.stage_names:
-        return [resolve(spec)]
-    plans, findings = [], []
-    for stage_spec in stage_specs(spec):
-        try:
-            plans.append(resolve(stage_spec))
-        except PlanError as exc:
-            findings += [replace(f, message=f"[stage {stage_spec.stage}] {f.message}")
-                         for f in exc.findings]
-    if findings:
-        raise PlanError(findings)
-    plans = one_schedule(plans) if plans[0].dialect is not None else plans
-    refused = stage_resume_findings(plans)
-    if refused:
-        raise PlanError(refused)
-    return plans
-
-
-def stage_resume_findings(plans: list[Plan]) -> list:
-    """GL313: each stage against the checkpoint of the stage before it, as resume-check
-    classifies two runs (a change it needs converted or cannot load is refused)."""
-    from generator.resume import changes
-    from generator.rules import RULES, Fact
-
-    records = [p.to_json() for p in plans]
-    out = []
-    for k in range(1, len(plans)):
-        plan = plans[k]
-        for change in changes(records[k - 1], records[k]):
-            if change.verdict not in ("convert", "cannot"):
-                continue
-            fact = Fact((plan.spec.stage, plans[k - 1].spec.stage, change.field, change.old, change.new,
-                         change.why, change.fix), _stage_where(plan.spec, k, change.field))
-            found = RULES["GL313"].run({"stage_resume": fact})
-            if found is not None:
-                out.append(found)
-    return out
+from generator.plan.plan import Plan, RunSchedule
 
 
 def one_schedule(plans: list[Plan]) -> list[Plan]:
@@ -81,11 +40,6 @@ def one_schedule(plans: list[Plan]) -> list[Plan]:
         end += plan.train_samples
         out.append(replace(plan, run=RunSchedule(end, total, warmup_samples, wsd_samples, index > 0)))
     return out
-
-
-def _stage_where(spec: Spec, index: int, field: str) -> str:
-    """Where a stage sets a field: the deepest part of it its entry of stages: has."""
-    return str(spec.doc.locate(["stages", index, *field.split(".")]))
 
 
 def stage_folder(index: int, plan: Plan) -> str:

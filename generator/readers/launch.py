@@ -10,7 +10,9 @@ import shlex
 from dataclasses import field
 from functools import cache
 
+from generator.dialects import all_entries, detect, dialect
 from generator.dialects.argv import is_flag, split
+from generator.dialects.launchers import started_by
 from generator.dialects.slurm import value_options
 from generator.readers.bash import Command, Field, Script, read_script
 from generator.readers.bash.evaluate import UNKNOWN
@@ -22,8 +24,6 @@ _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
 
 def _dialect_of_words(texts: list[str | None]):
     """The Megatron dialect an entry point's words are written in (see dialects.detect)."""
-    from generator.dialects import detect
-
     names = {t.partition("=")[0] for t in texts if is_flag(t)}
     joined = {f"{t}={texts[k + 1]}" for k, t in enumerate(texts[:-1]) if is_flag(t)} | set(texts)
     return detect(names, frozenset({"position_embedding=alibi"} if _alibi_spellings() & joined else ()))
@@ -32,8 +32,6 @@ def _dialect_of_words(texts: list[str | None]):
 @cache
 def _alibi_spellings() -> frozenset[str]:
     """"--flag=value" for every dialect's spelling of ALiBi (the mark of BLOOM's fork)."""
-    from generator.dialects import all_entries
-
     return frozenset(f"{e.flag}={e.map['alibi']}" for e in all_entries()
                      if e.value == "position_embedding" and e.map and "alibi" in e.map)
 
@@ -62,8 +60,6 @@ def trainer_words(texts: list[str | None]) -> list[str | None] | None:
     words are not a Trainer's: no TrainingArguments flag spelled with an underscore (Megatron's
     flags are all dashed, and some dashed ones, --weight-decay, are fields' aliases too) and no
     ``--deepspeed PATH.json`` (DeepSpeed's and Megatron-DeepSpeed's ``--deepspeed`` is a switch)."""
-    from generator.dialects import dialect
-
     known = dialect("trainer").catalogue
     out, own = [], False
     for k, text in enumerate(texts):
@@ -100,8 +96,6 @@ def _arity_in(d):
 @cache
 def _trainer_reading() -> dict[str, str]:
     """{Trainer flag carrying a whole number: fact} from the Trainer's table."""
-    from generator.dialects import dialect
-
     return {e.flag: e.value for e in dialect("trainer").entries if e.type == "int"}
 
 
@@ -109,8 +103,6 @@ def _trainer_reading() -> dict[str, str]:
 def _megatron_reading() -> tuple[dict[str, str], dict[str, str], set[str]]:
     """From the dialect tables: {int flag: fact}, {switch flag: fact} over every Megatron
     dialect, and the flags that mark an argument list as Megatron's (batch and layout)."""
-    from generator.dialects import all_entries
-
     ints = {e.flag: e.fact or e.value for e in all_entries() if e.type == "int" and e.nargs == 1}
     switches = {e.flag: e.fact or e.value for e in all_entries()
                 if e.switch and e.when is True and e.value}
@@ -314,7 +306,6 @@ class _Reader:
         while python and k < len(rest) and (rest[k].text or "") in ("-u", "-O", "-OO", "-B", "-s", "-E"):
             k += 1  # interpreter flags before -m or the script
         module = rest[k + 1].text if python and k + 1 < len(rest) and rest[k].text == "-m" else None
-        from generator.dialects.launchers import started_by
 
         started = started_by(head, module)
         if started is not None:
@@ -430,7 +421,6 @@ class _Reader:
         texts = [a.text for a in args]
         trainer_texts = trainer_words(texts)
         if trainer_texts is not None:  # TrainingArguments, each flag as its own name
-            from generator.dialects import dialect
 
             texts, found = trainer_texts, dialect("trainer")
         else:
@@ -464,7 +454,6 @@ class _Reader:
             self.fact("megatron_dialect", found.name, entry)
         trainer = trainer_texts is not None
         if megatron or trainer:  # the precision as any Megatron dialect (or the Trainer) spells it
-            from generator.dialects import all_entries, dialect
 
             for e in (all_entries() if megatron else dialect("trainer").entries):
                 if e.value == "precision" and e.flag in values and not e.implied:

@@ -4,6 +4,7 @@ TrainingArguments keys are the Trainer's flags without ``--`` (trainer.yaml's ta
 
 from __future__ import annotations
 
+from generator.dialects import dialect
 from generator.readers.yaml_config import read_mapping
 from generator.rules.registry import Fact
 
@@ -11,8 +12,6 @@ from generator.rules.registry import Fact
 def read_trainer_config(text: str, file: str) -> tuple[dict[str, Fact], list[tuple[str, str]],
                                                        tuple[str, str] | None]:
     """(facts, problems, (DeepSpeed config path, where it is named) or None)."""
-    from generator.dialects import dialect
-
     doc, problems = read_mapping(text, file, "Trainer config")
     if doc is None:
         return {}, problems, None

@@ -2,7 +2,7 @@
 
 Templates only place values the plan computed: StrictUndefined, no autoescape, every JSON value
 through ``tojson`` and every shell word through ``shq``. The rendered text is read back and
-checked against the plan (readback.py) before anything is written.
+checked against the plan (lint/readback.py, run by artifacts.py) before anything is written.
 """
 
 from __future__ import annotations
@@ -10,14 +10,23 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import shlex
 from functools import cache
 from typing import Any
 
 from generator import __version__
+from generator.dialects import accelerate, deepspeed, dialect
+from generator.dialects.arguments import (
+    argument_lines,
+    entry_point_arguments,
+    megatron_values,
+    trainer_values,
+)
+from generator.dialects.launchers import launcher, launchers
+from generator.dialects.slurm import sbatch_lines, srun_options
 from generator.frameworks import framework_of
 from generator.plan.plan import Plan
 from generator.resources import cache_dir, data_dir, private_dir
+from generator.shell import shq
 
 # target name -> (file name, template)
 ARTIFACTS = {
@@ -44,19 +53,6 @@ def targets_for(framework: str, launcher: str = "torchrun") -> list[str]:
         ("trainer", trainer), ("accelerate", trainer and launcher == "accelerate"), ("slurm", True)) if used]
 
 
-def shq(value: Any) -> str:
-    """One shell word: numbers as their exact text, everything else single-quoted as needed."""
-    if isinstance(value, bool):
-        raise TypeError("booleans have no shell spelling; render a flag instead")
-    if isinstance(value, float):
-        value = repr(value)
-    from generator.spec.model import ShellRef
-
-    if isinstance(value, ShellRef):  # ${NAME} references and safe characters only (schema)
-        return f'"{value.text}"'
-    return shlex.quote(str(value))
-
-
 _SBATCH_SAFE = re.compile(r"^[A-Za-z0-9_.,:%/@+=~-]+$")
 
 
@@ -74,7 +70,7 @@ def _tojson(value: Any) -> str:
 
 @cache
 def _environment():
-    import jinja2
+    import jinja2  # deferred: jinja2 only when a template is rendered (start-up of the other commands)
 
     class CompiledTemplates(jinja2.FileSystemBytecodeCache):
         """Jinja's compiled templates, kept in the cache folder (keyed by the template's text)
@@ -119,30 +115,17 @@ def render(plan: Plan, target: str) -> str:
     template = _environment().get_template(ARTIFACTS[target][1])
     extra: dict[str, Any] = {}
     if target == "megatron":
-        from generator.dialects.arguments import argument_lines, megatron_values
-
         extra = {"dialect": plan.dialect, "arguments": argument_lines(plan.dialect, megatron_values(plan))}
     elif target == "deepspeed":
-        from generator.dialects.deepspeed import config
-
-        extra = {"config": config(plan)}
+        extra = {"config": deepspeed.config(plan)}
     elif target == "accelerate":
-        from generator.dialects.accelerate import config
-
-        extra = {"config": config(plan)}
+        extra = {"config": accelerate.config(plan)}
     elif target == "slurm":
-        from generator.dialects.arguments import entry_point_arguments
-        from generator.dialects.launchers import launcher, launchers
-        from generator.dialects.slurm import sbatch_lines, srun_options
-
         name = plan.spec.launch.launcher
         extra = {"sbatch": sbatch_lines(plan), "srun_options": srun_options(plan),
                  "entry_arguments": entry_point_arguments(plan.spec),
                  "launcher": launcher(name) if name in {x.name for x in launchers()} else None}
     elif target == "trainer":
-        from generator.dialects import dialect
-        from generator.dialects.arguments import argument_lines, trainer_values
-
         values = trainer_values(plan)
         extra = {"arguments": argument_lines(dialect("trainer"), values),
                  "wandb_project": values["wandb_project"]}
@@ -155,14 +138,11 @@ def render_plan_json(plan: Plan) -> str:
                       ensure_ascii=False) + "\n"
 
 
-def render_all(plan: Plan) -> dict[str, str]:
-    """File name -> text for every artifact the framework uses, plus plan.json; read back and
-    checked against the plan."""
-    from generator.render.readback import check_rendered
-
+def render_files(plan: Plan) -> dict[str, str]:
+    """File name -> text for every artifact the framework uses, plus preflight.py and plan.json
+    (artifacts.render_all reads the artifacts back and checks them against the plan)."""
     files = {ARTIFACTS[t][0]: render(plan, t)
              for t in targets_for(plan.framework, plan.spec.launch.launcher)}
-    check_rendered(plan, files)
     if plan.spec.slurm.preflight:
         files[PREFLIGHT[0]] = _environment().get_template(PREFLIGHT[1]).render(
             plan=plan, header=header(plan), backend=plan.gpu["backend"], vendor=plan.gpu["vendor"],

@@ -6,8 +6,10 @@ spec most of them have nothing to check."""
 from __future__ import annotations
 
 from generator.data import load
+from generator.dialects import dialect, judge_flags, plausible
+from generator.dialects.keyed import keyed_dialect
 from generator.frameworks import framework_of, on_vendor
-from generator.rules.registry import rule
+from generator.rules.registry import Uncertain, rule
 
 
 @rule("GL004", "deepspeed-megatron-disagree",
@@ -126,7 +128,6 @@ def ramp_unsupported(batch_ramp_kind: str, framework: str, megatron_version: str
                 "constant batch")
     if batch_ramp_kind == "schedule" and record.megatron_arguments and not record.megatron_core:
         return f"{record.title} has no step batch-size schedule; use batch.rampup"
-    from generator.dialects import dialect
 
     d = dialect(megatron_dialect or "megatron-lm", megatron_version)
     if batch_ramp_kind == "schedule" and not d.can("step_batch_schedule"):
@@ -176,8 +177,6 @@ def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None =
     reaches DeepSpeed as it is. Fix: write the numbers (gen-launch computes them).
 
     Example: "zero_optimization": {"stage": "auto"} in a config passed to deepspeed.initialize."""
-    from generator.dialects.keyed import keyed_dialect
-
     table = keyed_dialect("deepspeed").table
     dropped, fills = table["auto_dropped_sections"], set(table["trainer_fills"])
     hf = launcher == "accelerate" or bool(trainer)
@@ -278,9 +277,6 @@ def _judged(megatron_flags: dict, megatron_dialect: str, ascend: bool | None, no
     them too, else a warning naming where they are fine. A flag defined only by another
     dialect is left alone for an entry point other than pretrain_*.py (tasks/main.py and
     fine-tuning scripts add options of their own)."""
-    from generator.dialects import dialect, judge_flags, plausible
-    from generator.rules.registry import Uncertain
-
     name = on_vendor(megatron_dialect, "huawei" if ascend else None)
     flags = list(megatron_flags)
     own_options = entrypoint is not None and not entrypoint.rsplit("/", 1)[-1].startswith("pretrain_")
@@ -339,8 +335,6 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
     if gpu_vendor and gpu_vendor != "nvidia":
         return None
     shown = "not set" if cuda_device_max_connections is None else f"= {cuda_device_max_connections}"
-    from generator.dialects import dialect
-
     asserted = dialect(megatron_dialect).capabilities.get("cuda_max_connections", "tp-or-cp")
     if asserted == "never":
         return None

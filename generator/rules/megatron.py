@@ -4,6 +4,7 @@ of the linter's contract, and GL2xx."""
 
 from __future__ import annotations
 
+from generator.dialects import capable, dialect, title_of
 from generator.frameworks import framework_of
 from generator.rules.registry import rule
 from generator.rules.suggest import divisors, nearest, or_list
@@ -107,8 +108,6 @@ def uneven_framework(framework: str, first_stage_layers: int | None = None,
     last_stage_layers out, or framework megatron-lm.
 
     Example: first_stage_layers 7 with framework megatron-deepspeed."""
-    from generator.dialects import capable, title_of
-
     if first_stage_layers is None and last_stage_layers is None or \
             capable(megatron_dialect, "uneven_pipeline"):
         return None
@@ -198,8 +197,6 @@ def vpp_framework(vpp: int, framework: str, megatron_dialect: str | None = None)
     schedule (the dialect's ``vpp`` capability). Fix: vpp 1, or framework megatron-lm.
 
     Example: vpp 2 with framework megatron-deepspeed."""
-    from generator.dialects import capable, title_of
-
     if vpp == 1 or capable(megatron_dialect, "vpp"):
         return None
     return f"vpp {vpp} is not supported by {title_of(framework, megatron_dialect)}; set vpp to 1"
@@ -253,8 +250,6 @@ def fp8_support(precision: str, framework: str, gpu: str | None = None,
     framework megatron-lm.
 
     Example: precision fp8 on a100-80gb."""
-    from generator.dialects import capable, title_of
-
     if precision != "fp8":
         return None
     if gpu_has_fp8 is False:
@@ -406,8 +401,6 @@ def fp8_recipe_requirements(fp8_recipe: str, megatron_version: str | None = None
     tensorwise (or blockwise) on Hopper.
 
     Example: fp8_recipe mxfp8 on h100-80gb."""
-    from generator.dialects import dialect
-
     if precision is not None and precision != "fp8":
         return None
     if fp8_recipe == "blockwise" and megatron_dialect is not None and \

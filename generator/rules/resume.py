@@ -1,5 +1,5 @@
 """Rules on a run that resumes another's checkpoint: the stages of one spec (each resumes the
-previous stage's checkpoint), classified by generator/resume.py as resume-check classifies two runs."""
+previous stage's checkpoint), classified by generator/plan/resume.py as resume-check classifies two runs."""
 
 from __future__ import annotations
 

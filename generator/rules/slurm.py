@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from generator.rules.registry import rule
+from generator.units import slurm_minutes
 
 
 @rule("GL304", "container-options-without-image",
@@ -149,8 +150,6 @@ def beyond_partition(slurm_time: str, partition_max_time: str) -> str | None:
     resume from the checkpoint (checkpoint.dir), so nothing is lost.
 
     Example: slurm.time 7-00:00:00 on a partition whose max_time is 2-00:00:00."""
-    from generator.units import slurm_minutes
-
     asked, allowed = slurm_minutes(slurm_time), slurm_minutes(partition_max_time)
     if allowed is None or (asked is not None and asked <= allowed):
         return None

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from generator.errors import Location, UserError
+from generator.readfile import Refused, read_capped
 from generator.values import value
 
 MAX_EXPANDED_NODES = 10_000
@@ -151,8 +152,6 @@ def _position(text: str, offset: int) -> tuple[int, int]:
 
 def read_text(path: Path, display: str) -> str:
     """The file's text; a missing, unreadable, oversized or non-UTF-8 file is a UserError."""
-    from generator.readfile import Refused, read_capped
-
     if _CONTROL_IN_PATH.search(display):
         raise UserError("the path holds a control character (a newline?); rename the file",
                         Location(repr(display)))

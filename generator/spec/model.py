@@ -7,7 +7,7 @@ Every field remembers where it came from (``spec.yaml:12:5``, ``preset llama3-8b
 from __future__ import annotations
 
 import copy
-from dataclasses import field, replace
+from dataclasses import field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -15,10 +15,13 @@ from typing import Any
 from generator import presets
 from generator.errors import Location, UserError
 from generator.frameworks import framework_of
+from generator.shell import ShellRef
 from generator.spec.load import Document
+from generator.spec.overlay import load_layers
 from generator.spec.schema import count_maximum, spec_schema, validate
 from generator.units import parse_count, parse_fraction
 from generator.values import value
+from generator.vectors import where
 
 _MODEL_REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length")
 # model fields where a spec's null overrides the preset (no scaling, dropless, the default size)
@@ -99,8 +102,6 @@ class Model:
     def token_dispatcher(self, ep: int) -> str:
         """The MoE token dispatcher: the one given, else alltoall with ep > 1, else allgather
         (``ep`` may be an array: one per auto-plan candidate)."""
-        from generator.estimate.vectors import where
-
         return self.moe_token_dispatcher or where(ep > 1, "alltoall", "allgather")
 
     def padded_vocab_size(self, tp: int) -> int:
@@ -209,17 +210,6 @@ class Training:
     optimizer_states: str = "fp32"  # Adam's moments (Megatron's precision-aware optimizer: bf16)
     main_grads: str = "fp32"
     fp8_recipe: str = "delayed"  # Transformer Engine's FP8 scaling (Megatron's default: delayed)
-
-
-@value
-class ShellRef:
-    """An extra argument known at run time: literal text with ${NAME} references (the schema
-    allows nothing else), written double-quoted so that only those expand."""
-
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
 
 
 @value
@@ -369,16 +359,9 @@ def _has_path(data: Any, path: list[str]) -> bool:
     return True
 
 
-def load_spec(path: Path, display: str | None = None, overrides: tuple[str, ...] = ()) -> Spec:
-    """Read (with its `extends` chain and `--set` overrides), schema-check and type a spec file.
-    Raises UserError with a location."""
-    return build_spec(load_document(path, display, overrides))
-
-
 def load_document(path: Path, display: str | None = None, overrides: tuple[str, ...] = ()) -> Document:
-    """The spec file as a schema-checked document (its layers merged), not yet typed."""
-    from generator.spec.overlay import load_layers
-
+    """The spec file as a schema-checked document (its layers merged), not yet typed (run.py's
+    load_spec chooses its auto fields and types it)."""
     display = display or str(path)
     doc = load_layers(path, display, tuple(overrides))
     if not isinstance(doc.data, dict):
@@ -392,9 +375,10 @@ def load_document(path: Path, display: str | None = None, overrides: tuple[str, 
 STAGE_RUN_LENGTH = ("train_tokens", "train_iters", "train_samples")
 
 
-def stage_specs(spec: Spec) -> list[Spec]:
-    """One spec per stage: the base with the stage's overrides (batch replaces the base batch,
-    model and parallelism fields merge) and its own run length; named <name>-<stage>."""
+def stage_documents(spec: Spec) -> list[tuple[str, Document]]:
+    """(stage name, document) per stage: the base with the stage's overrides (batch replaces the
+    base batch, model and parallelism fields merge) and its own run length; named
+    <name>-<stage> (run.py's stage_specs types them)."""
     stages = spec.doc.data.get("stages") or []
     out = []
     for stage in stages:
@@ -409,19 +393,13 @@ def stage_specs(spec: Spec) -> list[Spec]:
         data["name"] = f"{spec.name}-{stage['name']}"
         doc = Document(spec.doc.file, data, spec.doc.root, spec.doc.digest)
         validate(doc)
-        out.append(replace(build_spec(doc), stage=stage["name"]))
+        out.append((stage["name"], doc))
     return out
 
 
-def build_spec(doc: Document) -> Spec:
-    """The typed spec; fields left to auto-plan (``auto`` or a list) are chosen first."""
-    from generator.autoplan.space import searched
-
-    auto = None
-    if searched(doc.data) and not doc.data.get("sweep"):
-        from generator.autoplan import choose
-
-        doc, auto = choose(doc)
+def build_spec(doc: Document, auto: Any = None) -> Spec:
+    """The typed spec of a document whose fields are all given (run.py's build_spec has
+    auto-plan choose the fields left ``auto`` or to a list first, and passes its record)."""
     data = _with_defaults(doc.data, spec_schema())
 
     def count(section: str, key: str) -> int | None:

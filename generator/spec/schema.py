@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from generator.errors import UserError
+from generator.errors import UserError, UserErrors
 from generator.resources import data_dir
 from generator.spec.load import Document
 
@@ -30,6 +30,7 @@ def spec_schema() -> dict[str, Any]:
 
 @cache
 def _validator():
+    # deferred: jsonschema only when a spec is validated (start-up of --version, lint, rules)
     from jsonschema import validators
 
     schema = spec_schema()
@@ -50,8 +51,6 @@ def validate(doc: Document) -> None:
     if len(errors) == 1:
         raise errors[0]
     if errors:
-        from generator.errors import UserErrors
-
         raise UserErrors(errors)
 
 

@@ -1,5 +1,6 @@
 """A plan against its dialect: values the dialect cannot write (GL218), and launch.extra_args
-against the dialect's parser (GL219, GL220). Run by resolve once the plan exists."""
+against the dialect's parser (GL219, GL220). Run by resolve once the plan exists (it runs rules,
+so it lives above dialects/ and rules/)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from generator.dialects import Catalogue, Dialect, value_fields
 from generator.dialects.arguments import (
+    TRAINER_RUN_IO,
     expressing,
     megatron_values,
     run_io_fields,
@@ -18,6 +20,7 @@ from generator.dialects.argv import split
 from generator.frameworks import frameworks_where
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
+from generator.shell import ShellRef
 from generator.values import value
 
 
@@ -54,8 +57,6 @@ def _ignored_settings(spec) -> list[Finding]:
 
 def _unwritten_run_io(spec) -> list[Finding]:
     """GL223: run-io fields given for a framework without Megatron arguments."""
-    from generator.dialects.arguments import TRAINER_RUN_IO
-
     out = []
     declared = {dotted for dotted, _ in spec.launch.arguments}
     for dotted in dict.fromkeys(run_io_fields().values()):
@@ -75,8 +76,6 @@ def _spec_value(spec, dotted: str) -> Any:
     value: Any = spec
     for part in dotted.split("."):
         value = getattr(value, part)
-    from generator.spec.model import ShellRef
-
     if isinstance(value, ShellRef):  # a run-time word, as the spec writes it
         return value.text
     return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value

@@ -1,10 +1,13 @@
 """Read rendered artifacts back with the linter and compare them with the plan.
 
 A mismatch, or an error the linter would report, is a bug in a template (or in a site's own
-template): it is caught at generation time, before any file is written.
+template): it is caught at generation time, before any file is written (artifacts.py runs it on
+every file set it renders).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from generator.lint.engine import lint_texts, views
 from generator.plan.plan import Plan
@@ -59,7 +62,7 @@ def check_rendered(plan: Plan, files: dict[str, str]) -> None:
     if len(scripts) != 1:
         raise RenderMismatch("launch.sbatch was not read back as one run")
     facts = views(scripts[0])[0]
-    expected = plan.facts()
+    expected = plan_facts(plan)
     if plan.run is not None:  # a stage writes the whole run's schedule (plan/stages.py)
         expected = {k: v for k, v in expected.items() if k not in ("train_iters", "warmup_iters")}
         expected["train_samples"] = Fact(plan.run.end_samples, "plan")
@@ -75,3 +78,37 @@ def check_rendered(plan: Plan, files: dict[str, str]) -> None:
                 problems.append(f"{got.source}: {fact_name} = {got.value!r}, plan has {want.value!r}")
     if problems:
         raise RenderMismatch("rendered files disagree with the plan:\n" + "\n".join(problems))
+
+
+def plan_facts(plan: Plan) -> dict[str, Fact]:
+    """Every plan value under the fact names the readers use (source: the plan)."""
+    s, m, p = plan.spec, plan.model, plan.spec.parallelism
+    values: dict[str, Any] = {
+        "framework": s.framework, "gpu": s.cluster.gpu, "nodes": s.cluster.nodes,
+        "launcher_nodes": s.cluster.nodes, "world_size": plan.world_size,
+        "procs_per_node": plan.procs_per_node, "tasks_per_node": plan.tasks_per_node,
+        "tp": plan.tp, "pp": plan.pp, "cp": plan.cp, "ep": plan.ep, "etp": plan.etp,
+        "vpp": plan.vpp, "dp": plan.dp,
+        "micro_batch_size": plan.micro_batch_size,
+        "gradient_accumulation_steps": plan.gradient_accumulation_steps,
+        "global_batch_size": plan.global_batch_size,
+        "sequence_parallel": p.sequence_parallel,
+        "distributed_optimizer": p.distributed_optimizer,
+        "zero_stage": plan.zero_stage, "precision": s.training.precision,
+        "train_samples": plan.train_samples, "warmup_samples": plan.warmup_samples,
+    }
+    if plan.batch_ramp is None:  # with a changing batch, the samples are what is exact
+        values.update(train_iters=plan.schedule.train_iters,
+                      warmup_iters=plan.schedule.warmup_iters)
+    if plan.gpu["gres"]:
+        values["gpus_per_node"] = s.cluster.gpus_per_node
+    for key in ("first_stage_layers", "last_stage_layers"):
+        if getattr(p, key) is not None:
+            values[key] = getattr(p, key)
+    if s.data.packing and plan.uses_megatron:
+        values.update(reset_position_ids=True, reset_attention_mask=True, eod_mask_loss=True)
+    for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
+                "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
+                "position_embedding"):
+        values[key] = getattr(m, key)
+    return {k: Fact(v, "plan") for k, v in values.items()}

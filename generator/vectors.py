@@ -17,7 +17,7 @@ def where(condition: Any, yes: Any, no: Any) -> Any:
     """``yes`` where ``condition`` holds, else ``no`` (both are evaluated: neither may raise)."""
     if not _arrays(condition, yes, no):
         return yes if condition else no
-    import numpy
+    import numpy  # deferred: numpy only for arrays (auto-plan), not on the CLI's path
 
     return numpy.where(condition, yes, no)
 
@@ -25,7 +25,7 @@ def where(condition: Any, yes: Any, no: Any) -> Any:
 def maximum(*values: Any) -> Any:
     if not _arrays(*values):
         return max(values)
-    import numpy
+    import numpy  # deferred: numpy only for arrays (auto-plan), not on the CLI's path
 
     return reduce(numpy.maximum, values)
 
@@ -33,6 +33,6 @@ def maximum(*values: Any) -> Any:
 def minimum(*values: Any) -> Any:
     if not _arrays(*values):
         return min(values)
-    import numpy
+    import numpy  # deferred: numpy only for arrays (auto-plan), not on the CLI's path
 
     return reduce(numpy.minimum, values)
