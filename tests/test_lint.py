@@ -209,14 +209,14 @@ def test_rules_are_listed_and_explained() -> None:
 def test_real_style_scripts_are_read_not_skipped() -> None:
     """The real-style corpus is clean only because it is right: every launch in it is read as its
     framework with its batch (and, where the script fixes it, its world), so the rules ran. The
-    exceptions are named: a config chosen at run time, and the
-    files another script sources."""
+    exceptions are named: a config chosen at run time, a reading stopped at the reader's bounds
+    (GL902), and the files another script sources."""
     from generator.lint import gather
     from generator.lint.engine import lint_texts, views
 
     texts, _, extra = gather([CORPUS / "real"])
     runs = {str(Path(r.name).relative_to(CORPUS / "real")): views(r)[0] for r in lint_texts(texts, extra).runs}
-    unread = {"branches/if_config_argument.sh"}
+    unread = {"branches/if_config_argument.sh", "megatron-lm/sft_blend_upsampled.sh"}
     scripts = {k for k in runs if not k.endswith((".json", ".yaml"))}
     assert len(scripts) >= 60
     for name in sorted(scripts - unread):
