@@ -287,7 +287,7 @@ def plan_(
 def lint(
     paths: Annotated[list[Path], typer.Argument(
         help="Launch scripts, DeepSpeed JSON, specs or folders.", show_default=False)],
-    output_format: Annotated[LintFormat, typer.Option("--output-format", "-f",
+    output_format: Annotated[LintFormat, typer.Option("--format", "--output-format", "-f",
                                                       help="text, json, github or sarif.")] = LintFormat.text,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
     select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes or prefixes "

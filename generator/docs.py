@@ -44,6 +44,7 @@ from generator.estimate.performance import FP8_GEMM_EFFICIENCY
 from generator.explain import explain_text
 from generator.resume import Check, changes, run_record
 from generator.rules import RULES
+from generator.rules.codes import CODES
 from generator.run import load_spec
 from generator.spec.schema import spec_schema
 
@@ -133,8 +134,7 @@ def rule_page(code: str, examples: list[tuple[str, int, str]]) -> str:
         reads += " (and, when known, " + ", ".join(f"`{n}`" for n in r.optional) + ")"
     lines = [f"# {r.code} `{r.name}`", "", f"**{r.severity}** · {r.summary.replace('``', '`')}", "",
              r.explanation.replace("``", "`"), "", "## What it reads", "",
-             f"{reads}. The rule runs wherever all the facts it needs are known: on the plan "
-             "(`generate`, `explain`, `plan`) and on what `lint` reads from launch files.", ""]
+             f"{reads}. {_where_it_runs(code, examples)}", ""]
     if examples:
         lines += ["## In the test corpus", "", "Files the linter must report this finding for "
                   "(`tests/lint_corpus/expected.yaml`):", ""]
@@ -145,6 +145,19 @@ def rule_page(code: str, examples: list[tuple[str, int, str]]) -> str:
     lines += [f"In a launch script, `# gen-launch: noqa {r.code}` on a line suppresses it there. "
               "All checks: [checks](../checks.md).", ""]
     return "\n".join(lines)
+
+
+def _where_it_runs(code: str, examples: list) -> str:
+    """Where a rule runs: every rule lint can check has a file in the lint corpus that triggers it
+    (tests/test_rules_contract.py holds the two to each other), so a rule without one is the
+    plan's alone; the reading rules (codes.py: rules/reading.py) are lint's alone."""
+    if CODES[code] == "reading":
+        return "The rule reports on `lint`'s reading of launch files itself."
+    if examples:
+        return ("The rule runs wherever all the facts it needs are known: on the plan (`generate`, "
+                "`explain`, `plan`) and on what `lint` reads from launch files.")
+    return ("The rule runs where all the facts it needs are known: on the plan (`generate`, `explain`, "
+            "`plan`). `lint` does not report it: launch files do not give its readers these facts together.")
 
 
 def rule_pages() -> dict[str, str]:

@@ -20,8 +20,9 @@ from .conftest import ROOT
 STUBS = ("srun", "torchrun", "deepspeed", "python", "python3", "sbatch", "accelerate", "llamafactory-cli")  # record their argv
 QUIET = {"scontrol": "node1", "hostname": "node1"}  # used inside $(...): answer, record nothing
 # not run by the oracle:
-# sourced by another; needs its positional arguments; launches through eval (nested, not counted)
-_NOT_RUN = {"config_13b.sh", "bloom-1b3-positional.sh", "ds_pretrain_gpt_125M_MoE64.sh"}
+# sourced by another; needs its positional arguments; launches through eval (nested, not counted);
+# grows an array past the reader's bounds (the reading stops: GL902)
+_NOT_RUN = {"config_13b.sh", "bloom-1b3-positional.sh", "ds_pretrain_gpt_125M_MoE64.sh", "sft_blend_upsampled.sh"}
 SCRIPTS = [
     *sorted((ROOT / "tests" / "lint_corpus" / "clean").glob("*.s*")),
     *(ROOT / "tests" / "lint_corpus" / "bad" / n for n in

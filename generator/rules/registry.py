@@ -3,7 +3,8 @@
 A *fact* is a value with the place it came from (``spec.yaml:12:5``, ``train.sh:41``). A rule
 names the facts it needs; it runs only when all of them are known, so the same rule works on a
 complete plan and on the partial facts read from hand-written scripts. Codes are stable:
-GL0xx batch and parallel arithmetic, GL1xx DeepSpeed, GL2xx Megatron-LM, GL3xx Slurm.
+GL0xx batch and parallel arithmetic, GL1xx DeepSpeed, GL2xx Megatron-LM, GL3xx Slurm, GL9xx
+reading; codes.py says which module defines each, and RULES loads a module when it is needed.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
+from generator.rules.codes import CODES
 from generator.values import value
 
 
@@ -94,24 +97,58 @@ class Rule:
         return Finding(self.code, self.name, severity, str(message), values)
 
 
+class RuleTable(Mapping[str, Rule]):
+    """Every rule by code, in the order of the codes table (codes.py). A rule's module is
+    imported when one of its codes is first asked for: ``RULES["GL004"]`` loads launch.py alone;
+    iterating over the values loads every module."""
+
+    def __init__(self) -> None:
+        self._rules: dict[str, Rule] = {}
+
+    def __getitem__(self, code: str) -> Rule:
+        if code not in self._rules:
+            module = CODES[code]  # KeyError: no such code
+            import_module(f"{__package__}.{module}")
+            if code not in self._rules:
+                raise RuntimeError(f"codes.py places rule {code} in rules/{module}.py, which does not "
+                                   "define it")
+        return self._rules[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(CODES)
+
+    def __len__(self) -> int:
+        return len(CODES)
+
+    def __contains__(self, code: object) -> bool:
+        return code in CODES
+
+    def add(self, rule: Rule, module: str) -> None:
+        """Register ``rule``, defined in ``module``: the codes table must place it there."""
+        if rule.code in self._rules:
+            raise RuntimeError(f"rule code {rule.code} registered twice")
+        place = CODES.get(rule.code)
+        if place is None or f"{__package__}.{place}" != module:
+            where = "is not in codes.py" if place is None else f"belongs to rules/{place}.py"
+            raise RuntimeError(f"rule {rule.code} defined in {module} {where}")
+        self._rules[rule.code] = rule
 
 
-RULES: dict[str, Rule] = {}
+RULES = RuleTable()
 
 
 def rule(code: str, name: str, summary: str, severity: str = "error"):
     """Register ``check(**facts) -> message | (message, fact names[, (label, location)]) | None``;
     parameters with a default are optional. Returning fact names narrows the finding to the
-    values involved; a (label, location) pair puts a place inside a fact (one flag of many) first."""
+    values involved; a (label, location) pair puts a place inside a fact (one flag of many) first.
+    The code must be in codes.py, under the module the check is defined in."""
 
     def register(check: Callable[..., str | None]) -> Callable[..., str | None]:
         params = inspect.signature(check).parameters.values()
         needs = tuple(p.name for p in params if p.default is inspect.Parameter.empty)
         optional = tuple(p.name for p in params if p.default is not inspect.Parameter.empty)
-        if code in RULES:
-            raise RuntimeError(f"rule code {code} registered twice")
-        RULES[code] = Rule(code, name, summary, severity, needs, optional,
-                           inspect.cleandoc(check.__doc__ or summary), check)
+        RULES.add(Rule(code, name, summary, severity, needs, optional,
+                       inspect.cleandoc(check.__doc__ or summary), check), check.__module__)
         return check
 
     return register
