@@ -17,17 +17,9 @@ from generator.dialects import (
     table_entries,
     value_fields,
 )
-from generator.dialects.accelerate import accelerate_values
-from generator.dialects.arguments import (
-    _CARRIED,
-    argument_lines,
-    megatron_values,
-    run_io_fields,
-    trainer_values,
-    unexpressed,
-)
-from generator.dialects.deepspeed import deepspeed_values
+from generator.dialects.arguments import _CARRIED, argument_lines, run_io_fields, unexpressed
 from generator.dialects.keyed import keyed_dialect
+from generator.plan.values import accelerate_values, deepspeed_values, megatron_values, trainer_values
 from generator.run import load_spec, resolve_run
 
 from .conftest import SAMPLES

@@ -9,15 +9,15 @@ from typing import Any
 
 from generator.dialects import Catalogue, Dialect, value_fields
 from generator.dialects.arguments import (
-    TRAINER_RUN_IO,
     expressing,
-    megatron_values,
     run_io_fields,
+    trainer_run_io,
     unexpressed,
     written_flags,
 )
 from generator.dialects.argv import split
 from generator.frameworks import frameworks_where
+from generator.plan.values import megatron_values
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
 from generator.shell import ShellRef
@@ -60,7 +60,7 @@ def _unwritten_run_io(spec) -> list[Finding]:
     out = []
     declared = {dotted for dotted, _ in spec.launch.arguments}
     for dotted in dict.fromkeys(run_io_fields().values()):
-        if spec.uses_trainer and dotted in TRAINER_RUN_IO:
+        if spec.uses_trainer and dotted in trainer_run_io():
             continue  # TrainingArguments carry it (trainer.yaml)
         if dotted in declared:
             continue  # the entry point's own option (launch.arguments)

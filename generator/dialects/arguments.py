@@ -3,11 +3,17 @@ table walked forward into argument lines, and what the dialect cannot express.""
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import Any
 
-from generator.dialects import Dialect, TableError, dialect, megatron_dialect_names, value_fields
+from generator.dialects import (
+    Dialect,
+    TableError,
+    dialect,
+    megatron_dialect_names,
+    table_entries,
+    value_fields,
+)
 from generator.frameworks import ARGUMENT_DIALECTS
 from generator.values import value
 
@@ -16,17 +22,26 @@ from generator.values import value
 RUN_IO_SECTIONS = ("data", "tokenizer", "checkpoint", "logging", "eval")
 
 
+def _run_io(dotted: str) -> bool:
+    return dotted.split(".")[0] in RUN_IO_SECTIONS and dotted != "data.packing"
+
+
 @cache
 def run_io_fields() -> dict[str, str]:
     """plan value -> spec field, for what the run reads and writes (from the tables)."""
-    return {name: dotted for name, dotted in value_fields().items()
-            if dotted.split(".")[0] in RUN_IO_SECTIONS and dotted != "data.packing"}
+    return {name: dotted for name, dotted in value_fields().items() if _run_io(dotted)}
+
+
+@cache
+def trainer_run_io() -> tuple[str, ...]:
+    """The run-io fields the Trainer's arguments carry (trainer.yaml; the others are the entry
+    point's own: GL223)."""
+    fields = (e.origin or e.spec for e in table_entries("trainer"))
+    return tuple(dict.fromkeys(f for f in fields if f and _run_io(f)))
 
 
 # switches whose false is a choice a dialect must be able to write (not "unused")
 _FALSE_IS_A_CHOICE = {"linear_bias", "qkv_bias"}
-# Megatron's fixed Llama-3.1 frequencies (rope_utils: low 1, high 4, original context 8192)
-_MEGATRON_ROPE_FREQUENCIES = (1.0, 4.0, 8192)
 # values that only say how others are written (no flag of their own has to carry them)
 _CARRIED = {"world_size", "dp", "global", "accumulation", "steps", "warmup_steps", "vocab_size",
             "layers_per_virtual_stage", "lr_warmup_fraction",
@@ -34,241 +49,6 @@ _CARRIED = {"world_size", "dp", "global", "accumulation", "steps", "warmup_steps
             # Megatron-LM's companion of --num-query-groups: the groups are what a dialect must
             # express (microsoft's fork needs only --num-key-value-heads)
             "group_query_attention"}
-
-
-def megatron_values(plan) -> dict[str, Any]:
-    """Every value the Megatron arguments carry, under the names the dialect tables use; None
-    (or False) where the run does not use it."""
-    s, m, p, t = plan.spec, plan.model, plan.spec.parallelism, plan.spec.training
-    sample_based = plan.schedule.sample_based
-    gqa = m.num_query_groups != m.num_attention_heads
-    experts = bool(m.num_experts)
-    wsd = t.decay == "wsd"
-    ascend = plan.gpu.get("vendor") == "huawei"
-    record = plan.framework_record
-    # Megatron's own gradient reduction (a DeepSpeed engine reduces in its own way)
-    megatron_reduces = record.megatron_core
-    return {
-        "num_layers": m.num_layers, "hidden_size": m.hidden_size, "ffn_hidden_size": m.ffn_hidden_size,
-        "num_attention_heads": m.num_attention_heads, "group_query_attention": gqa,
-        "num_query_groups": m.num_query_groups if gqa else None, "seq_length": m.seq_length,
-        "max_position_embeddings": m.max_position_embeddings, "vocab_size": m.vocab_size,
-        "position_embedding": m.position_embedding, "activation": m.activation,
-        "normalization": m.normalization, "untie_embeddings": not m.tie_embeddings,
-        "packing": s.data.packing, "num_experts": m.num_experts if experts else None,
-        "moe_top_k": m.moe_top_k if experts else None,
-        "tp": plan.tp, "pp": plan.pp, "cp": plan.cp, "ep": plan.ep if experts else None,
-        "etp": plan.etp if experts else None, "first_stage_layers": p.first_stage_layers,
-        "last_stage_layers": p.last_stage_layers, "vpp": plan.vpp if plan.vpp > 1 else None,
-        "pipeline_split_embedding": p.account_for_embedding_in_pipeline_split,
-        "pipeline_split_loss": p.account_for_loss_in_pipeline_split,
-        "optimizer_states": None if t.optimizer_states == "fp32" else t.optimizer_states,
-        "main_grads": None if t.main_grads == "fp32" else t.main_grads,
-        "precision_aware_optimizer": "bf16" in (t.optimizer_states, t.main_grads),
-        "sequence_parallel": p.sequence_parallel, "tp_comm_overlap": p.tp_comm_overlap,
-        "distributed_optimizer": p.distributed_optimizer, "micro_batch_size": plan.micro_batch_size,
-        "batch_schedule": plan.step_schedule,
-        "rampup": plan.rampup_flag if plan.step_schedule is None else None,
-        "global_batch_size": plan.global_batch_size if plan.step_schedule is None else None,
-        "train_samples": plan.train_samples if sample_based else None,
-        "lr_warmup_samples": plan.warmup_samples if sample_based else None,
-        "lr_decay_samples": plan.train_samples if sample_based else None,
-        "train_iters": None if sample_based else plan.schedule.train_iters,
-        "lr_warmup_iters": None if sample_based else plan.schedule.warmup_iters,
-        "lr_decay_iters": None if sample_based else plan.schedule.train_iters,
-        "lr": plan.lr, "min_lr": t.min_lr, "decay": t.decay,
-        "wsd_decay_samples": plan.wsd_decay_samples if wsd and sample_based else None,
-        "wsd_decay_iters": plan.wsd_decay_iters if wsd and not sample_based else None,
-        "weight_decay": t.weight_decay, "adam_beta1": t.adam_betas[0], "adam_beta2": t.adam_betas[1],
-        "adam_eps": t.adam_eps, "clip_grad": t.gradient_clipping, "seed": t.seed,
-        "log_interval": t.log_interval, "precision": t.precision,
-        "fp8_param_gather": t.precision == "fp8" and p.distributed_optimizer,
-        "fp8_recipe": t.fp8_recipe if t.precision == "fp8" else None,  # a switch of FP8 runs only
-        "recompute": t.recompute, "ascend": ascend,
-        **architecture_values(m, plan.ep),
-        **run_io_values(plan.spec),
-        "exit_duration_minutes": plan.exit_duration_minutes,
-        **_run_schedule(plan),
-        # what the step-time model counts as hidden under the backward pass (estimate/performance)
-        "overlap_grad_reduce": megatron_reduces and plan.overlap_grad_reduce,
-        "overlap_param_gather": megatron_reduces and plan.overlap_grad_reduce and p.distributed_optimizer,
-        "flash_attention": t.flash_attention if ascend else False,
-        "deepspeed_flag": record.deepspeed_engine,
-        "deepspeed_config": "ds_config.json" if record.deepspeed_engine else None,
-        "zero_stage": plan.zero_stage if record.deepspeed_engine else None,
-        # for the comments only
-        "world_size": plan.world_size, "dp": plan.dp, "global": plan.global_batch_size,
-        "accumulation": plan.gradient_accumulation_steps, "steps": plan.schedule.train_iters,
-        "warmup_steps": plan.schedule.warmup_iters,
-    }
-
-
-def scheduler_state(plan) -> dict[str, Any]:
-    """What the run's learning-rate scheduler holds, as a resumed run's scheduler compares it with
-    the checkpoint's. Megatron's OptimizerParamScheduler is stepped by the global batch, so its
-    steps are samples whichever unit the arguments count in (training.py multiplies --*-iters by
-    the global batch); the Trainer's and DeepSpeed's schedulers count optimizer steps."""
-    if not plan.uses_megatron:
-        return {"counts_in": "steps", "lr": plan.lr, "min_lr": plan.spec.training.min_lr,
-                "warmup_steps": plan.schedule.warmup_iters, "decay_steps": plan.schedule.train_iters,
-                "decay_style": plan.spec.training.decay}
-    v = megatron_values(plan)
-
-    def samples(name: str) -> int | None:
-        given = v.get(f"{name}_samples")
-        iters = v.get(f"{name}_iters")
-        return given if given is not None else None if iters is None else iters * plan.global_batch_size
-
-    return {"counts_in": "samples", "lr": v["lr"], "min_lr": v["min_lr"],
-            "warmup_steps": samples("lr_warmup"), "decay_steps": samples("lr_decay"),
-            "decay_style": v["decay"], "wsd_decay_steps": samples("wsd_decay"),
-            "weight_decay": v["weight_decay"], "weight_decay_steps": samples("train"),
-            "follows": "checkpoint" if v.get("resume_schedule") else
-            "spec" if v.get("override_schedule") else None}
-
-
-def _run_schedule(plan) -> dict[str, Any]:
-    """A stage of a run in stages: the whole run's schedule, in samples (plan.run); nothing for a
-    run of one stage."""
-    r = plan.run
-    if r is None:
-        return {}
-    return {"train_samples": r.end_samples, "lr_warmup_samples": r.warmup_samples,
-            "lr_decay_samples": r.decay_samples, "train_iters": None, "lr_warmup_iters": None,
-            "lr_decay_iters": None, "wsd_decay_samples": r.wsd_decay_samples, "wsd_decay_iters": None,
-            "resume_schedule": r.resumes or plan.spec.checkpoint.schedule == "checkpoint"}
-
-
-def run_io_values(s) -> dict[str, Any]:
-    """What the run reads and writes beyond the model: data, tokenizer, checkpoints, logging and
-    evaluation, under the tables' names (None: not given, the framework's default)."""
-    d, tok, ckpt, log = s.data, s.tokenizer, s.checkpoint, s.logging
-    blend = tuple(w for p in d.paths for w in ((repr(p[1]), p[0]) if isinstance(p, tuple) else (p,)))
-    finetune = ckpt.finetune_from is not None
-    return {
-        "data_path": blend or None, "data_split": d.split, "data_cache_path": d.cache_path,
-        "mock_data": d.mock,
-        "tokenizer_type": tok.type, "tokenizer_model": tok.model, "vocab_file": tok.vocab_file,
-        "merge_file": tok.merge_file,
-        "save": ckpt.dir, "load": ckpt.finetune_from if finetune else ckpt.dir, "finetune": finetune,
-        "save_interval": ckpt.interval, "ckpt_format": ckpt.format, "async_save": ckpt.async_save,
-        "keep_last": ckpt.keep_last,
-        "resume_schedule": ckpt.schedule == "checkpoint", "override_schedule": ckpt.schedule == "spec",
-        "reshardable": ckpt.reshardable, "universal_checkpoint": ckpt.universal,
-        "wandb_project": log.wandb_project,
-        "wandb_exp_name": (log.wandb_run_name or s.name) if log.wandb_project else None,
-        "tensorboard_dir": log.tensorboard_dir, "log_throughput": log.throughput,
-        "eval_interval": s.eval.interval, "eval_iters": s.eval.iters,
-    }
-
-
-def entry_point_arguments(s) -> list[tuple[str, tuple[Any, ...]]]:
-    """launch.arguments: (option, its words) for each run field given that an entry point
-    without a table reads (a switch alone; data.paths as Megatron writes it, weight-path pairs
-    for a blend)."""
-    values = run_io_values(s)
-    named = {}
-    for name, dotted in run_io_fields().items():
-        named.setdefault(dotted, name)  # checkpoint.dir: save (= load)
-    out: list[tuple[str, tuple[Any, ...]]] = []
-    for dotted, option in s.launch.arguments:
-        value = values[named[dotted]]
-        if value in (None, False, ()):
-            continue
-        out.append((option, () if value is True else value if isinstance(value, tuple) else (value,)))
-    return out
-
-
-def architecture_values(m, ep: int) -> dict[str, Any]:
-    """The model's architecture beyond its shape, under the tables' names: None where the model
-    does not use it (rotary values without rope, MoE values without experts)."""
-    rope = m.position_embedding == "rope"
-    scaling = m.rope_scaling if rope else None
-    experts = bool(m.num_experts)
-    capacity = m.moe_capacity_factor if experts else None
-    dense = m.moe_dense_layers if experts else 0
-    out = {
-        "linear_bias": m.linear_bias, "qkv_bias": None if m.qkv_bias == m.linear_bias else m.qkv_bias,
-        "rotary_base": m.rotary_base if rope else None, "rotary_percent": m.rotary_percent if rope else None,
-        "rope_scaling": scaling is not None, "rope_scaling_factor": scaling.factor if scaling else None,
-        "rope_scaling_frequencies": None if scaling is None or (
-            scaling.low_freq_factor, scaling.high_freq_factor,
-            scaling.original_max_position_embeddings) == _MEGATRON_ROPE_FREQUENCIES else
-        f"low {scaling.low_freq_factor}, high {scaling.high_freq_factor}, "
-        f"original {scaling.original_max_position_embeddings}",
-        "norm_epsilon": m.norm_epsilon, "attention_dropout": m.attention_dropout,
-        "hidden_dropout": m.hidden_dropout, "init_method_std": m.init_method_std,
-        "qk_layernorm": m.qk_layernorm, "make_vocab_size_divisible_by": m.make_vocab_size_divisible_by,
-        "kv_channels": None if m.kv_channels == m.hidden_size // m.num_attention_heads else m.kv_channels,
-        "embedding_layernorm": m.embedding_layernorm, "parallel_residual": m.parallel_residual,
-    }
-    moe = {
-        "moe_ffn_hidden_size": None if m.moe_ffn_hidden_size in (None, m.ffn_hidden_size)
-        else m.moe_ffn_hidden_size,
-        "moe_shared_expert_intermediate_size": m.moe_shared_expert_intermediate_size,
-        # Megatron's --moe-layer-freq pattern: 0 for a dense layer, 1 for an MoE layer
-        "moe_dense_layers": f"([0]*{dense}+[1]*{m.num_layers - dense})" if dense else None,
-        "moe_expert_interval": 1 if not dense else None,  # microsoft's fork: MoE in every layer
-        "moe_load_balancing": m.moe_load_balancing, "moe_aux_loss_coeff": m.moe_aux_loss_coeff,
-        "moe_z_loss_coeff": m.moe_z_loss_coeff, "moe_capacity_factor": capacity,
-        "moe_dropless": capacity is None,
-        "moe_token_drop_policy": m.moe_token_drop_policy if capacity is not None else None,
-        "moe_pad_to_capacity": m.moe_pad_to_capacity,
-        # (Megatron-LM's default, allgather, is left to it when the spec does not name one)
-        "moe_token_dispatcher": None if m.moe_token_dispatcher is None
-        and m.token_dispatcher(ep) == "allgather" else m.token_dispatcher(ep),
-        "moe_grouped_gemm": m.moe_grouped_gemm,
-        "moe_router_pre_softmax": m.moe_top_k == 1,
-    }
-    return {**out, **{k: v if experts else None for k, v in moe.items()}}
-
-
-def trainer_values(plan) -> dict[str, Any]:
-    """The values the Trainer's arguments carry, under the names of trainer.yaml."""
-    t, s = plan.spec.training, plan.spec
-    kwargs = None
-    if plan.hf_scheduler == "cosine_with_min_lr":
-        kwargs = {"min_lr": t.min_lr}
-    elif plan.hf_scheduler == "warmup_stable_decay":
-        kwargs = {"num_decay_steps": plan.wsd_decay_iters, "min_lr_ratio": plan.min_lr_ratio}
-    fsdp_sharded = plan.framework_record.fsdp
-    fsdp = fsdp_sharded and s.launch.launcher != "accelerate"
-    shard = "full_shard" if plan.fsdp_reshard_after_forward else "shard_grad_op"
-    return {
-        "micro_batch_size": plan.micro_batch_size,
-        "gradient_accumulation_steps": plan.gradient_accumulation_steps,
-        "train_iters": plan.schedule.train_iters, "lr_warmup_iters": plan.schedule.warmup_iters,
-        "lr": plan.lr, "hf_scheduler": plan.hf_scheduler,
-        "lr_scheduler_kwargs": None if kwargs is None else json.dumps(kwargs, sort_keys=True),
-        "weight_decay": t.weight_decay, "adam_beta1": t.adam_betas[0], "adam_beta2": t.adam_betas[1],
-        "adam_eps": t.adam_eps, "clip_grad": t.gradient_clipping, "seed": t.seed,
-        "log_interval": t.log_interval, "precision": t.precision, "packing": s.data.packing,
-        "fsdp": f"{shard} auto_wrap" if fsdp else None,
-        "fsdp_config": json.dumps(plan.fsdp_trainer_config, sort_keys=True) if fsdp else None,
-        # (FSDP checkpoints activations through its own config: fsdp_config)
-        "gradient_checkpointing": t.recompute != "none" and not fsdp_sharded,
-        **_trainer_run_io(s),
-        # for the comments only
-        "global": plan.global_batch_size, "accumulation": plan.gradient_accumulation_steps,
-        "dp": plan.dp, "steps": plan.schedule.train_iters, "warmup_steps": plan.schedule.warmup_iters,
-    }
-
-
-# the run-io fields the Trainer's arguments carry (the others are the entry point's own: GL223)
-TRAINER_RUN_IO = ("checkpoint.dir", "checkpoint.interval", "checkpoint.keep_last", "eval.interval",
-                  "logging.wandb_project", "logging.wandb_run_name")
-
-
-def _trainer_run_io(s) -> dict[str, Any]:
-    """Checkpoints in the output folder (the Trainer's example scripts resume from its last
-    checkpoint there), every checkpoint.interval steps; evaluation every eval.interval steps;
-    wandb (its project from WANDB_PROJECT, exported by trainer_args.sh)."""
-    io = run_io_values(s)
-    return {"save": io["save"], "save_strategy": "steps" if io["save_interval"] else None,
-            "save_interval": io["save_interval"], "keep_last": io["keep_last"],
-            "eval_strategy": "steps" if io["eval_interval"] else None, "eval_interval": io["eval_interval"],
-            "report_to": "wandb" if io["wandb_project"] else None, "wandb_project": io["wandb_project"],
-            "wandb_exp_name": io["wandb_exp_name"]}
 
 
 @value

@@ -15,10 +15,10 @@ from typing import Any
 
 from generator import __version__
 from generator.dialects import dialect_of
-from generator.dialects.arguments import run_io_values, scheduler_state
 from generator.frameworks import Framework, framework_of
 from generator.plan.ramp import BatchRamp
 from generator.plan.schedule import Schedule
+from generator.plan.values import run_io_values, scheduler_state
 from generator.shell import ShellRef
 from generator.spec.architecture import architecture_line
 from generator.spec.model import Spec

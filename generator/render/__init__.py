@@ -14,17 +14,19 @@ from functools import cache
 from typing import Any
 
 from generator import __version__
-from generator.dialects import accelerate, deepspeed, dialect
-from generator.dialects.arguments import (
-    argument_lines,
-    entry_point_arguments,
-    megatron_values,
-    trainer_values,
-)
+from generator.dialects import dialect
+from generator.dialects.arguments import argument_lines
 from generator.dialects.launchers import launcher, launchers
 from generator.dialects.slurm import sbatch_lines, srun_options
 from generator.frameworks import framework_of
 from generator.plan.plan import Plan
+from generator.plan.values import (
+    accelerate_config,
+    deepspeed_config,
+    entry_point_arguments,
+    megatron_values,
+    trainer_values,
+)
 from generator.resources import cache_dir, data_dir, private_dir
 from generator.shell import shq
 
@@ -117,9 +119,9 @@ def render(plan: Plan, target: str) -> str:
     if target == "megatron":
         extra = {"dialect": plan.dialect, "arguments": argument_lines(plan.dialect, megatron_values(plan))}
     elif target == "deepspeed":
-        extra = {"config": deepspeed.config(plan)}
+        extra = {"config": deepspeed_config(plan)}
     elif target == "accelerate":
-        extra = {"config": accelerate.config(plan)}
+        extra = {"config": accelerate_config(plan)}
     elif target == "slurm":
         name = plan.spec.launch.launcher
         extra = {"sbatch": sbatch_lines(plan), "srun_options": srun_options(plan),
