@@ -42,6 +42,7 @@ from generator.estimate.calibration import (
 )
 from generator.estimate.performance import FP8_GEMM_EFFICIENCY
 from generator.explain import explain_text
+from generator.frameworks import FRAMEWORKS, forks
 from generator.resume import Check, changes, run_record
 from generator.rules import RULES
 from generator.rules.codes import CODES
@@ -272,10 +273,30 @@ def render_sections(page: str, text: str) -> str:
     return text
 
 
+SCHEMA = "schemas/spec.schema.json"
+
+
+def schema_text(root: Path = ROOT) -> str:
+    """The spec schema with its framework and megatron.fork values (enum, their descriptions, the
+    default fork) written from the records (generator/frameworks.py): a framework or a fork is
+    added there, and here it reaches the schema."""
+    schema = json.loads((root / SCHEMA).read_text(encoding="utf-8"))
+    props = schema["properties"]
+    props["framework"]["enum"] = list(FRAMEWORKS)
+    props["framework"]["oneOf"] = [{"const": f.name, "description": f.description}
+                                   for f in FRAMEWORKS.values()]
+    fork = props["megatron"]["properties"]["fork"]
+    fork["enum"] = [d.fork for d in forks()]
+    fork["oneOf"] = [{"const": d.fork, "description": d.description} for d in forks()]
+    fork["default"] = forks()[0].fork
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
 def documents(root: Path = ROOT) -> dict[str, str]:
-    """Every generated page and every page with generated sections, as it should read."""
+    """Every generated page and every page with generated sections, as it should read (and the
+    schema's values that come from the records)."""
     pages = {page: render_sections(page, (root / page).read_text(encoding="utf-8")) for page in SECTIONS}
-    return {**pages, **rule_pages()}
+    return {**pages, **rule_pages(), SCHEMA: schema_text(root)}
 
 
 def stale(root: Path = ROOT, expected: dict[str, str] | None = None) -> list[str]:

@@ -18,6 +18,7 @@ class Framework:
 
     name: str
     title: str
+    description: str  # the schema's description of the value (docs write it there)
     # Megatron's argument parser reads the run (megatron_args.sh; its dialect: ArgumentDialect)
     megatron_arguments: bool
     # NVIDIA Megatron-LM on megatron-core: its schedules (interleaving, the pipeline split of
@@ -72,19 +73,32 @@ class Framework:
 
 
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
-    Framework("megatron-lm", "Megatron-LM", megatron_arguments=True, megatron_core=True,
+    Framework("megatron-lm", "Megatron-LM",
+              ("NVIDIA Megatron-LM / megatron-core (pretrain_gpt.py): Megatron arguments and the sbatch "
+               "script."),
+              megatron_arguments=True, megatron_core=True,
               deepspeed_engine=False, trainer="never", sharding="distributed_optimizer",
               launchers=("torchrun", "deepspeed", "srun"), dialect_setting="megatron.version",
               attention_kernel="preset"),
-    Framework("megatron-deepspeed", "Megatron-DeepSpeed", megatron_arguments=True, megatron_core=False,
+    Framework("megatron-deepspeed", "Megatron-DeepSpeed",
+              "Megatron-DeepSpeed: Megatron arguments plus --deepspeed with a DeepSpeed JSON config.",
+              megatron_arguments=True, megatron_core=False,
               deepspeed_engine=True, trainer="never", sharding="zero",
               launchers=("torchrun", "deepspeed", "srun"), checkpoint_format="deepspeed",
               dialect_setting="megatron.fork"),
-    Framework("deepspeed", "DeepSpeed", megatron_arguments=False, megatron_core=False,
+    Framework("deepspeed", "DeepSpeed",
+              "Plain DeepSpeed (your own training script): DeepSpeed JSON and the sbatch script.",
+              megatron_arguments=False, megatron_core=False,
               deepspeed_engine=True, trainer="accelerate", sharding="zero",
               launchers=("torchrun", "deepspeed", "srun", "accelerate"), checkpoint_format="deepspeed",
               lr_scheduler="deepspeed"),
-    Framework("fsdp", "FSDP2", megatron_arguments=False, megatron_core=False, deepspeed_engine=False,
+    Framework("fsdp", "FSDP2",
+              ("PyTorch FSDP2 (fully_shard) in a Hugging Face Trainer-style script: its training arguments "
+               "(trainer_args.sh), the sbatch script, and with the accelerate launcher an accelerate config."
+               " Sharding from parallelism.zero_stage: 3 full shard (reshard after forward), 2 shard "
+               "gradients and optimizer only; parallelism.hybrid_shard shards within a node and replicates "
+               "across nodes."),
+              megatron_arguments=False, megatron_core=False, deepspeed_engine=False,
               trainer="always", sharding="fsdp", launchers=("torchrun", "srun", "accelerate"),
               checkpoint_format="torch_dcp", lr_scheduler="trainer"),
 )}
@@ -110,6 +124,7 @@ class ArgumentDialect:
     framework: str  # the spec's framework it belongs to
     selected_by: str  # how a spec selects it, as a refusal names it
     fork: str | None = None  # megatron.fork's value (a Megatron-DeepSpeed fork)
+    description: str = ""  # a fork's, for the schema's megatron.fork (docs write it there)
     vendor: str | None = None  # the GPU vendor it is for (None: NVIDIA and the others)
     # lint: word sets that pick this dialect over an equally good one ("--flag" given, "!--flag"
     # absent, "value=meaning" a plan value the words carry); `decisive` ones pick it outright
@@ -134,11 +149,19 @@ ARGUMENT_DIALECTS: dict[str, ArgumentDialect] = {d.name: d for d in (
     ArgumentDialect("megatron-lm", "megatron-lm", "framework: megatron-lm"),
     ArgumentDialect("mindspeed-llm", "megatron-lm", "framework: megatron-lm", vendor="huawei"),
     ArgumentDialect("megatron-deepspeed/microsoft", "megatron-deepspeed", "megatron.fork: microsoft",
-                    fork="microsoft"),
+                    fork="microsoft",
+                    description=("microsoft/Megatron-DeepSpeed: rotary via --use-rotary-position-embeddings, "
+                                 "GQA via --num-key-value-heads, MoE, RMSNorm, Ulysses sequence "
+                                 "parallelism; no ALiBi.")),
     # BigScience's fork: ALiBi is its mark; full recompute spelt --checkpoint-activations without
     # --recompute-granularity tells it from microsoft's where the flags fit both alike
     ArgumentDialect("megatron-deepspeed/bigscience", "megatron-deepspeed", "megatron.fork: bigscience",
-                    fork="bigscience", decisive=(("position_embedding=alibi",),),
+                    fork="bigscience",
+                    description=("bigscience-workshop/Megatron-DeepSpeed (BLOOM's): "
+                                 "--position-embedding-type absolute/rotary/alibi, --glu-activation, "
+                                 "full recompute as --checkpoint-activations; no GQA, RMSNorm, MoE or "
+                                 "sequence parallelism."),
+                    decisive=(("position_embedding=alibi",),),
                     tie_break=(("--checkpoint-activations", "!--recompute-granularity"),)),
 )}
 

@@ -19,6 +19,7 @@ from typing import Any
 from generator import presets
 from generator.frameworks import ARGUMENT_DIALECTS, argument_dialect, forks
 from generator.resources import read_kept, read_yaml
+from generator.spec.schema import schema_fields
 from generator.values import value
 
 _DIR = Path(__file__).resolve().parent
@@ -265,7 +266,7 @@ def dialect(name: str, release: str | None = None) -> Dialect:
         if set(item) == {"group"}:
             groups.append((len(entries), item["group"]))
             continue
-        entry = Entry(**item)
+        entry = _entry(item)
         if _in_range(release, entry.since, entry.until):
             entries.append(entry)
     return Dialect(name, table["title"], release, lambda: _catalogue_of(table, base, release),
@@ -295,7 +296,23 @@ def megatron_dialect_names() -> tuple[str, ...]:
 def table_entries(name: str) -> tuple[Entry, ...]:
     """Every entry of a table, whatever release it is for."""
     items = _flatten(_all_tables()[name]["arguments"])
-    return tuple(Entry(**item) for item in items if set(item) != {"group"})
+    return tuple(_entry(item) for item in items if set(item) != {"group"})
+
+
+def _entry(item: dict[str, Any]) -> Entry:
+    """A table entry; one without `value:` carries its `spec:` field as it is (the plan gives
+    every such field under its dotted name: plan/values.py's spec_field_values)."""
+    if "value" not in item and "spec" in item:
+        item = {**item, "value": item["spec"]}
+    return Entry(**item)
+
+
+@cache
+def spec_field_names() -> tuple[str, ...]:
+    """The spec fields the tables carry as they are (entries without `value:`)."""
+    tables = (*megatron_dialect_names(), "trainer")
+    return tuple(dict.fromkeys(e.value for name in tables for e in table_entries(name)
+                               if e.value and e.value == e.spec))
 
 
 @cache
@@ -304,6 +321,7 @@ def value_fields() -> dict[str, str]:
     fills), from the tables' `spec:` and `origin:` keys: every Megatron dialect's and the
     Trainer's. One value has one field; a table that says otherwise is refused."""
     out: dict[str, str] = {}
+    known = schema_fields()
     unspelled = [Entry(flag="", **item) for item in read_yaml(_DIR / "megatron.yaml")["_unspelled"]]
     tables = [(name, table_entries(name)) for name in (*megatron_dialect_names(), "trainer")]
     for name, entries in [*tables, ("_unspelled", unspelled)]:
@@ -311,6 +329,9 @@ def value_fields() -> dict[str, str]:
             field_ = entry.origin or entry.spec
             if entry.value is None or field_ is None:
                 continue
+            if field_ not in known:
+                raise TableError(f"{name}: {entry.flag or entry.value} names spec field {field_}, which "
+                                 "schemas/spec.schema.json does not define")
             if out.setdefault(entry.value, field_) != field_:
                 raise TableError(f"{name}: {entry.flag} says value {entry.value} comes from {field_}, "
                                  f"another entry says {out[entry.value]}")

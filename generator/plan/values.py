@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generator.dialects import accelerate, deepspeed
+from generator import presets
+from generator.dialects import accelerate, deepspeed, spec_field_names
 from generator.dialects.arguments import run_io_fields
 
 # Megatron's fixed Llama-3.1 frequencies (rope_utils: low 1, high 4, original context 8192)
@@ -64,6 +65,7 @@ def megatron_values(plan) -> dict[str, Any]:
         "fp8_param_gather": t.precision == "fp8" and p.distributed_optimizer,
         "fp8_recipe": t.fp8_recipe if t.precision == "fp8" else None,  # a switch of FP8 runs only
         "recompute": t.recompute, "ascend": ascend,
+        **spec_field_values(s),
         **architecture_values(m, plan.ep),
         **run_io_values(plan.spec),
         "exit_duration_minutes": plan.exit_duration_minutes,
@@ -80,6 +82,28 @@ def megatron_values(plan) -> dict[str, Any]:
         "accumulation": plan.gradient_accumulation_steps, "steps": plan.schedule.train_iters,
         "warmup_steps": plan.schedule.warmup_iters,
     }
+
+
+def spec_field_values(spec) -> dict[str, Any]:
+    """The spec fields the tables carry as they are (an entry with `spec:` and no `value:`),
+    under their dotted names: the value the spec (or its model preset) gives, None where it gives
+    none (the framework's own default: no flag written). Such a field needs no code here: a
+    schema field and a table entry are the whole of it."""
+    out: dict[str, Any] = {}
+    for dotted in spec_field_names():
+        where = spec.where(dotted)
+        if where == "default":
+            out[dotted] = None
+            continue
+        section, _, key = dotted.partition(".")
+        typed = getattr(spec, section, None)
+        if hasattr(typed, key):
+            out[dotted] = getattr(typed, key)
+        elif where.startswith("preset "):
+            out[dotted] = presets.models()[spec.model.preset][key]
+        else:
+            out[dotted] = (spec.doc.data.get(section) or {})[key]
+    return out
 
 
 def scheduler_state(plan) -> dict[str, Any]:
@@ -226,6 +250,7 @@ def trainer_values(plan) -> dict[str, Any]:
         "fsdp_config": json.dumps(plan.fsdp_trainer_config, sort_keys=True) if fsdp else None,
         # (FSDP checkpoints activations through its own config: fsdp_config)
         "gradient_checkpointing": t.recompute != "none" and not fsdp_sharded,
+        **spec_field_values(s),
         **_trainer_run_io(s),
         # for the comments only
         "global": plan.global_batch_size, "accumulation": plan.gradient_accumulation_steps,

@@ -29,6 +29,20 @@ def spec_schema() -> dict[str, Any]:
 
 
 @cache
+def schema_fields() -> frozenset[str]:
+    """Every field a spec may give, dotted (sections and their fields: model, model.num_layers)."""
+    out: set[str] = set()
+
+    def walk(node: dict[str, Any], prefix: str) -> None:
+        for name, sub in node.get("properties", {}).items():
+            out.add(prefix + name)
+            walk(sub, f"{prefix}{name}.")
+
+    walk(spec_schema(), "")
+    return frozenset(out)
+
+
+@cache
 def _validator():
     # deferred: jsonschema only when a spec is validated (start-up of --version, lint, rules)
     from jsonschema import validators
