@@ -17,7 +17,7 @@ from generator.dialects.arguments import (
 )
 from generator.dialects.argv import split
 from generator.frameworks import frameworks_where
-from generator.plan.values import megatron_values
+from generator.plan.values import megatron_values, spec_value
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
 from generator.shell import ShellRef
@@ -73,9 +73,7 @@ def _unwritten_run_io(spec) -> list[Finding]:
 
 
 def _spec_value(spec, dotted: str) -> Any:
-    value: Any = spec
-    for part in dotted.split("."):
-        value = getattr(value, part)
+    value = spec_value(spec, dotted)
     if isinstance(value, ShellRef):  # a run-time word, as the spec writes it
         return value.text
     return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value

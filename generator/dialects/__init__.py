@@ -240,9 +240,16 @@ def _flatten(items: list) -> list:
 @cache
 def _tables() -> dict[str, dict[str, Any]]:
     """The Megatron family's dialects (detection, judging and expressing walk these); entries
-    named ``_…`` are lists the tables share."""
-    return {name: table for name, table in read_yaml(_DIR / "megatron.yaml").items()
-            if not name.startswith("_")}
+    named ``_…`` are lists the tables share. Each has its record (frameworks.ARGUMENT_DIALECTS)
+    and each record its table: one without the other is a TableError."""
+    tables = {name: table for name, table in read_yaml(_DIR / "megatron.yaml").items()
+              if not name.startswith("_")}
+    if set(tables) != set(ARGUMENT_DIALECTS):
+        unrecorded = sorted(set(tables) - set(ARGUMENT_DIALECTS))
+        missing = sorted(set(ARGUMENT_DIALECTS) - set(tables))
+        raise TableError(f"megatron.yaml's tables {unrecorded} have no record in generator/frameworks.py, "
+                         f"records {missing} no table; a dialect is one of each, named alike")
+    return tables
 
 
 @cache

@@ -89,21 +89,26 @@ def spec_field_values(spec) -> dict[str, Any]:
     under their dotted names: the value the spec (or its model preset) gives, None where it gives
     none (the framework's own default: no flag written). Such a field needs no code here: a
     schema field and a table entry are the whole of it."""
-    out: dict[str, Any] = {}
-    for dotted in spec_field_names():
-        where = spec.where(dotted)
-        if where == "default":
-            out[dotted] = None
-            continue
-        section, _, key = dotted.partition(".")
-        typed = getattr(spec, section, None)
-        if hasattr(typed, key):
-            out[dotted] = getattr(typed, key)
-        elif where.startswith("preset "):
-            out[dotted] = presets.models()[spec.model.preset][key]
-        else:
-            out[dotted] = (spec.doc.data.get(section) or {})[key]
-    return out
+    return {dotted: None if spec.where(dotted) == "default" else spec_value(spec, dotted)
+            for dotted in spec_field_names()}
+
+
+def spec_value(spec, dotted: str) -> Any:
+    """A spec field's value: the typed spec's, else (a field only a table reads) the document's
+    or the model preset's."""
+    value: Any = spec
+    parts = dotted.split(".")
+    for depth, part in enumerate(parts):
+        if not hasattr(value, part):
+            section, key = parts[0], parts[-1]
+            if depth == 1 and section == "model" and key not in (spec.doc.data.get("model") or {}):
+                return presets.models().get(spec.model.preset or "", {}).get(key)
+            node: Any = spec.doc.data
+            for name in parts:
+                node = node.get(name) if isinstance(node, dict) else None
+            return node
+        value = getattr(value, part)
+    return value
 
 
 def scheduler_state(plan) -> dict[str, Any]:
