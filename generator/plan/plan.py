@@ -21,7 +21,7 @@ from generator.plan.ramp import MAX_ENTRIES, BatchRamp, from_rampup, from_schedu
 from generator.plan.schedule import Schedule, plan_schedule
 from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.architecture import architecture_line
-from generator.spec.model import Spec
+from generator.spec.model import MODEL_FACTS, Spec
 from generator.units import slurm_minutes
 from generator.values import value
 
@@ -254,9 +254,7 @@ class Plan:
                 values[key] = getattr(p, key)
         if s.data.packing and self.uses_megatron:
             values.update(reset_position_ids=True, reset_attention_mask=True, eod_mask_loss=True)
-        for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
-                    "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
-                    "position_embedding"):
+        for key in MODEL_FACTS:
             values[key] = getattr(m, key)
         return {k: Fact(v, "plan") for k, v in values.items()}
 
@@ -424,9 +422,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "slurm_time": (spec.slurm.time, "slurm.time"),
         "partition_max_time": (spec.slurm.max_time, "slurm.max_time"),
     }
-    for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
-                "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
-                "position_embedding"):
+    for key in MODEL_FACTS:
         values[key] = (getattr(m, key), f"model.{key}")
     for key in ("container_image", "container_mounts", "container_workdir", "output", "error"):
         values[key] = (getattr(spec.slurm, key) or None, f"slurm.{key}")

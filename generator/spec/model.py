@@ -50,11 +50,6 @@ class RopeScaling:
     original_max_position_embeddings: int = 8192
 
 
-# what another value of a model field means for a run that resumes the checkpoint (resume.py)
-WEIGHTS = "weights"  # another model: the weights have other shapes or compute another function
-BEHAVIOUR = "behaviour"  # the same weights, used otherwise from the resumed step on
-
-
 def _model_field(group: str, default: Any = MISSING, *, resume: str | None, required: bool = False,
                  derive: Any = None, null_is_a_value: bool = False, fact: bool = False) -> Any:
     """A model field: its default (Megatron's; the preset's value comes first) or ``derive``
@@ -98,56 +93,58 @@ class Model:
     - ``derive``: the default computed from the other fields (GQA groups, FFN size, ...);
     - ``null_is_a_value``: a spec's null overrides the preset's value (the derived default, no
       scaling, dropless ...), where any other null means "not given";
-    - ``resume``: what another value means for a resumed checkpoint (WEIGHTS, BEHAVIOUR; None:
-      resume.py judges it by a rule of its own, or it does not matter to a resume);
+    - ``resume``: what another value means for a run that resumes the checkpoint: "weights"
+      (another model: other parameter shapes, or weights that compute another function),
+      "behaviour" (the same weights, used otherwise from the resumed step on), None (resume.py
+      judges it by a rule of its own, or it does not matter to a resume);
     - ``fact``: a value the rules check (lint reads it from launch files too).
     """
 
     preset: str | None = field(default=None, metadata={"resume": None})  # the fields say it
-    num_layers: int = _shape(required=True, resume=WEIGHTS, fact=True)
-    hidden_size: int = _shape(required=True, resume=WEIGHTS, fact=True)
-    num_attention_heads: int = _shape(required=True, resume=WEIGHTS, fact=True)
-    num_query_groups: int = _shape(derive=lambda m: m["num_attention_heads"], resume=WEIGHTS, fact=True)
-    ffn_hidden_size: int = _shape(derive=_megatron_ffn, resume=WEIGHTS)
-    vocab_size: int = _shape(required=True, resume=WEIGHTS)
+    num_layers: int = _shape(required=True, resume="weights", fact=True)
+    hidden_size: int = _shape(required=True, resume="weights", fact=True)
+    num_attention_heads: int = _shape(required=True, resume="weights", fact=True)
+    num_query_groups: int = _shape(derive=lambda m: m["num_attention_heads"], resume="weights", fact=True)
+    ffn_hidden_size: int = _shape(derive=_megatron_ffn, resume="weights")
+    vocab_size: int = _shape(required=True, resume="weights")
     seq_length: int = _shape(required=True, resume=None, fact=True)  # resume: safe, counted in samples
     # resume: refused or not by the position embedding and the dialect
     max_position_embeddings: int = _shape(derive=lambda m: m["seq_length"], resume=None, fact=True)
-    num_experts: int | None = _shape(None, resume=WEIGHTS, fact=True)
-    moe_top_k: int | None = _shape(None, resume=BEHAVIOUR, fact=True)
-    activation: str = _shape("gelu", resume=WEIGHTS)
-    normalization: str = _shape("layernorm", resume=WEIGHTS)
-    position_embedding: str = _shape("learned_absolute", resume=WEIGHTS, fact=True)
-    tie_embeddings: bool = _shape(True, resume=WEIGHTS)
+    num_experts: int | None = _shape(None, resume="weights", fact=True)
+    moe_top_k: int | None = _shape(None, resume="behaviour", fact=True)
+    activation: str = _shape("gelu", resume="weights")
+    normalization: str = _shape("layernorm", resume="weights")
+    position_embedding: str = _shape("learned_absolute", resume="weights", fact=True)
+    tie_embeddings: bool = _shape(True, resume="weights")
     # the architecture beyond the shape (defaults: what Megatron builds when not told)
-    linear_bias: bool = _architecture(True, resume=WEIGHTS)
-    qkv_bias: bool = _architecture(derive=lambda m: m["linear_bias"], null_is_a_value=True, resume=WEIGHTS)
-    rotary_base: int = _architecture(10000, resume=BEHAVIOUR)
-    rotary_percent: float = _architecture(1.0, resume=BEHAVIOUR)
-    rope_scaling: RopeScaling | None = _architecture(None, null_is_a_value=True, resume=BEHAVIOUR)
-    norm_epsilon: float = _architecture(1e-5, resume=BEHAVIOUR)
-    attention_dropout: float = _architecture(0.1, resume=BEHAVIOUR)
-    hidden_dropout: float = _architecture(0.1, resume=BEHAVIOUR)
+    linear_bias: bool = _architecture(True, resume="weights")
+    qkv_bias: bool = _architecture(derive=lambda m: m["linear_bias"], null_is_a_value=True, resume="weights")
+    rotary_base: int = _architecture(10000, resume="behaviour")
+    rotary_percent: float = _architecture(1.0, resume="behaviour")
+    rope_scaling: RopeScaling | None = _architecture(None, null_is_a_value=True, resume="behaviour")
+    norm_epsilon: float = _architecture(1e-5, resume="behaviour")
+    attention_dropout: float = _architecture(0.1, resume="behaviour")
+    hidden_dropout: float = _architecture(0.1, resume="behaviour")
     init_method_std: float = _architecture(0.02, resume=None)  # used only at initialisation
-    qk_layernorm: bool = _architecture(False, resume=WEIGHTS)
+    qk_layernorm: bool = _architecture(False, resume="weights")
     # resume: judged by the padded vocabulary it gives
     make_vocab_size_divisible_by: int = _architecture(128, resume=None)
     kv_channels: int = _architecture(derive=lambda m: m["hidden_size"] // m["num_attention_heads"],
-                                     null_is_a_value=True, resume=WEIGHTS)
-    embedding_layernorm: bool = _architecture(False, resume=WEIGHTS)
-    parallel_residual: bool = _architecture(False, resume=WEIGHTS)
+                                     null_is_a_value=True, resume="weights")
+    embedding_layernorm: bool = _architecture(False, resume="weights")
+    parallel_residual: bool = _architecture(False, resume="weights")
     # mixture of experts (meaningful with num_experts)
-    moe_ffn_hidden_size: int | None = _moe(None, null_is_a_value=True, resume=WEIGHTS)
-    moe_shared_expert_intermediate_size: int | None = _moe(None, null_is_a_value=True, resume=WEIGHTS)
-    moe_dense_layers: int = _moe(0, resume=WEIGHTS)
-    moe_load_balancing: str = _moe("aux_loss", resume=BEHAVIOUR)
-    moe_aux_loss_coeff: float = _moe(0.0, resume=BEHAVIOUR)
-    moe_z_loss_coeff: float | None = _moe(None, null_is_a_value=True, resume=BEHAVIOUR)
-    moe_capacity_factor: float | None = _moe(None, null_is_a_value=True, resume=BEHAVIOUR)
-    moe_token_drop_policy: str = _moe("probs", resume=BEHAVIOUR)
-    moe_pad_to_capacity: bool = _moe(False, resume=BEHAVIOUR)
+    moe_ffn_hidden_size: int | None = _moe(None, null_is_a_value=True, resume="weights")
+    moe_shared_expert_intermediate_size: int | None = _moe(None, null_is_a_value=True, resume="weights")
+    moe_dense_layers: int = _moe(0, resume="weights")
+    moe_load_balancing: str = _moe("aux_loss", resume="behaviour")
+    moe_aux_loss_coeff: float = _moe(0.0, resume="behaviour")
+    moe_z_loss_coeff: float | None = _moe(None, null_is_a_value=True, resume="behaviour")
+    moe_capacity_factor: float | None = _moe(None, null_is_a_value=True, resume="behaviour")
+    moe_token_drop_policy: str = _moe("probs", resume="behaviour")
+    moe_pad_to_capacity: bool = _moe(False, resume="behaviour")
     # None: alltoall with ep > 1, else allgather
-    moe_token_dispatcher: str | None = _moe(None, null_is_a_value=True, resume=BEHAVIOUR)
+    moe_token_dispatcher: str | None = _moe(None, null_is_a_value=True, resume="behaviour")
     moe_grouped_gemm: bool = _moe(False, resume=None)  # how the experts run, not what they hold
 
     def token_dispatcher(self, ep: int) -> str:
