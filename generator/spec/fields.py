@@ -162,7 +162,9 @@ def _section_class(cls: type, f: dataclasses.Field) -> type | None:
     names = [n for n in names if n != "None"]
     if len(names) != 1 or not names[0].isidentifier():
         return None
-    found = vars(sys.modules[cls.__module__]).get(names[0])
+    # (the type names a class of the module that declares the field: a subclass's may be another)
+    owner = next(c for c in cls.__mro__ if f.name in vars(c).get("__annotations__", {}))
+    found = vars(sys.modules[owner.__module__]).get(names[0])
     return found if dataclasses.is_dataclass(found) else None
 
 
