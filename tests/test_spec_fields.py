@@ -187,3 +187,19 @@ def test_a_new_field_is_a_schema_property_and_a_typed_field() -> None:
 def test_warmup_is_converted_by_its_own_field() -> None:
     spec = load_spec(ROOT / "samples" / "llama3-8b-pretrain.yaml")
     assert spec.training.warmup == Warmup("iters", 2000)
+
+
+@pytest.mark.parametrize(("sample", "setting", "message"), [
+    ("bloom-176b-rampup", 'batch.rampup.samples="0M"', r"\$\.batch\.rampup\.samples: must be positive, got '0M'"),
+    ("llama3-8b-pretrain", 'training.warmup={iters: "0K"}',
+     r"\$\.training\.warmup\.iters: must be positive, got '0K'"),
+    ("llama3-8b-pretrain", "training.train_tokens=0T", r"\$\.training\.train_tokens: must be positive, got '0T'"),
+])
+def test_a_count_is_held_to_its_schema_bounds_in_every_form(sample: str, setting: str, message: str) -> None:
+    """A count written with a suffix is held to the minimum of the schema's integer form, as the
+    integer is (0 is refused; 0M was taken for a ramp-up or warmup of nothing)."""
+    from generator.errors import UserError
+
+    with pytest.raises(UserError, match=message) as caught:
+        load_spec(ROOT / "samples" / f"{sample}.yaml", overrides=(setting,))
+    assert re.match(r"--set .*:\d+:\d+$", str(caught.value.location))
