@@ -171,7 +171,7 @@ def test_a_new_field_is_a_schema_property_and_a_typed_field() -> None:
     text = path.read_text().replace("training:\n", "training:\n  eval_tokens: 4Mi\n  probe_dirs: [/a, /b]\n", 1)
     doc = load_yaml(text, "scratch.yaml")
     node = _schema_with_more()["properties"]["training"]
-    built = section(_TrainingWithMore, doc.data["training"], node, At(doc, ("training",), doc.data))
+    built = section(_TrainingWithMore, doc.data["training"], node, At(doc, ("training",)))
     assert built.eval_tokens == 4 * 2**20
     assert built.noise_scale == 0.0 and isinstance(built.noise_scale, float)
     assert built.probe_dirs == ("/a", "/b")
@@ -180,7 +180,7 @@ def test_a_new_field_is_a_schema_property_and_a_typed_field() -> None:
 
     bad = load_yaml(text.replace("eval_tokens: 4Mi", "eval_tokens: 0Mi"), "scratch.yaml")
     with pytest.raises(Exception, match=r"\$\.training\.eval_tokens: must be positive, got '0Mi'") as caught:
-        section(_TrainingWithMore, bad.data["training"], node, At(bad, ("training",), bad.data))
+        section(_TrainingWithMore, bad.data["training"], node, At(bad, ("training",)))
     assert str(caught.value.location).startswith("scratch.yaml:")
 
 

@@ -51,18 +51,16 @@ class ShellRef:
 
 class At:
     """Where a value is in the spec, for located errors and for the converters that read another
-    setting: the document (None for a model built without one, as import's are), the path, and
-    the spec's mapping with the schema's defaults filled in."""
+    setting: the document (None for a model built without one, as import's are) and the path."""
 
-    __slots__ = ("doc", "path", "data")
+    __slots__ = ("doc", "path")
 
-    def __init__(self, doc: Any, path: tuple = (), data: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, doc: Any, path: tuple = ()) -> None:
         self.doc = doc
         self.path = path
-        self.data = data if data is not None else {}
 
     def child(self, key: str | int) -> At:
-        return At(self.doc, (*self.path, key), self.data)
+        return At(self.doc, (*self.path, key))
 
     def where(self, *more: str | int) -> str:
         """The JSON path (``$.training.warmup``)."""
@@ -70,6 +68,15 @@ class At:
 
     def locate(self, *more: str | int, key: bool = False) -> Location | None:
         return None if self.doc is None else self.doc.locate([*self.path, *more], key=key)
+
+    def setting(self, *path: str) -> Any:
+        """Another field's value as the spec gives it, else the schema's default (else None)."""
+        data: Any = self.doc.data if self.doc is not None else {}
+        node: Any = spec_schema()
+        for part in path:
+            data = data.get(part, MISSING) if isinstance(data, dict) else MISSING
+            node = _resolved(node.get("properties", {}).get(part, {}))
+        return node.get("default") if data is MISSING else data
 
 
 def converted(convert: Converter, **kwargs: Any) -> Any:

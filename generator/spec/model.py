@@ -322,7 +322,7 @@ def _torch_dist_only(why: str):
     """A checkpoint setting that Megatron has in the torch_dist format only."""
 
     def check(given: bool, at: At) -> bool:
-        if given and at.data["checkpoint"].get("format") == "torch":
+        if given and at.setting("checkpoint", "format") == "torch":
             raise UserError(f"{at.where()}: {why}; set checkpoint.format: torch_dist (or leave it to the "
                             "release's default)", at.locate())
         return given
@@ -387,7 +387,7 @@ def _env(env: dict, at: At) -> tuple[tuple[str, str], ...]:
     """launch.env, with the names that would change the script or run code refused (the latter
     unless launch.unsafe_env lists them: read here, so it is no field of its own)."""
     doc = at.doc
-    unsafe = set(at.data["launch"].get("unsafe_env") or ())
+    unsafe = set(at.setting("launch", "unsafe_env") or ())
     for name in env:
         if name in SCRIPT_OWNED_ENV:
             raise UserError(f"$.launch.env: launch.sbatch sets or relies on {name} itself (the plan decides "
@@ -413,7 +413,9 @@ def _env_text(value: Any) -> str:
 
 def _entry_point_arguments(given: dict, at: At) -> tuple[tuple[str, str], ...]:
     """launch.arguments, for an entry point without a table of its own (plain DeepSpeed)."""
-    doc, data = at.doc, at.data
+    if not given:
+        return ()
+    doc, data = at.doc, _with_defaults(at.doc.data, spec_schema())
     plain = data["framework"] == "deepspeed" and data["launch"]["launcher"] != "accelerate"
     if given and not plain:
         raise UserError(f"$.launch.arguments: framework {data['framework']} with launcher "
@@ -571,10 +573,8 @@ def build_spec(doc: Document) -> Spec:
         from generator.autoplan import choose
 
         doc, auto = choose(doc)
-    schema = spec_schema()
-    data = _with_defaults(doc.data, schema)
-    return section(Spec, data, schema, At(doc, (), data), source=doc.file, doc=doc,
-                   stage_names=tuple(st["name"] for st in data.get("stages") or ()), auto=auto)
+    return section(Spec, doc.data, spec_schema(), At(doc), source=doc.file, doc=doc,
+                   stage_names=tuple(st["name"] for st in doc.data.get("stages") or ()), auto=auto)
 
 
 def model_from(given: dict[str, Any], where=lambda: None) -> Model:
@@ -594,8 +594,7 @@ _MODEL_AT = At(None, ("model",))  # a model's fields are never refused at a line
 
 
 def _with_defaults(data: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``data`` with the schema's ``default`` values filled in, section by section (what
-    a converter reads of another section: ``at.data``)."""
+    """A copy of ``data`` with the schema's ``default`` values filled in, section by section."""
     out = dict(data)
     for key, sub in schema.get("properties", {}).items():
         if key not in out and "default" in sub:
