@@ -26,7 +26,7 @@ from generator.plan.plan import Plan
 from generator.plan.ramp import MAX_ENTRIES, BatchRamp, from_rampup, from_schedule
 from generator.plan.schedule import plan_schedule
 from generator.rules import RULES, Fact, Finding, run_rules
-from generator.spec.model import Spec
+from generator.spec.model import MODEL_FACTS, Spec
 from generator.units import slurm_minutes
 
 DERIVED = "derived"
@@ -99,9 +99,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "slurm_time": (spec.slurm.time, "slurm.time"),
         "partition_max_time": (spec.slurm.max_time, "slurm.max_time"),
     }
-    for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
-                "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
-                "position_embedding"):
+    for key in MODEL_FACTS:
         values[key] = (getattr(m, key), f"model.{key}")
     for key in ("container_image", "container_mounts", "container_workdir", "output", "error"):
         values[key] = (getattr(spec.slurm, key) or None, f"slurm.{key}")

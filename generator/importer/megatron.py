@@ -11,13 +11,14 @@ from generator.dialects.argv import split
 from generator.importer.draft import Draft, RuntimeWord, spec_word
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.readers.launch import step_schedule
-from generator.spec.model import ARCHITECTURE
+from generator.spec.fields import fields_of
+from generator.spec.model import ARCHITECTURE, Model
 
 # the spec's values for what a script leaves out, where the dialect's parser assumes them
 _ASSUMED = {"precision": "training.precision", "recompute": "training.recompute"}
 _KIND = {"int": int, "float": float, "str": str}
 # model fields whose parser default a script gets without the flag (MoE's need experts)
-_ARCHITECTURE = {name for name in ARCHITECTURE if not name.startswith("moe_")}
+_ARCHITECTURE = set(ARCHITECTURE) - set(fields_of(Model, group="moe"))
 
 
 def split_arguments(words: list[str | None], d: Dialect

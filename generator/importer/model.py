@@ -10,15 +10,17 @@ from typing import Any
 from generator import presets
 from generator.errors import UserError
 from generator.importer.draft import Draft
-from generator.spec.model import ARCHITECTURE, Model, model_from
+from generator.spec.fields import fields_of
+from generator.spec.model import MODEL_REQUIRED, Model, model_from
 
-REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "seq_length")
-# required first: once they are written, a field equal to its default need not be
-_SHAPE = ("num_layers", "hidden_size", "num_attention_heads", "seq_length", "vocab_size",
-          "num_query_groups", "ffn_hidden_size", "max_position_embeddings", "num_experts",
-          "moe_top_k", "activation", "normalization", "position_embedding", "tie_embeddings")
-# the architecture the arguments give (a preset is matched by shape; these follow as overrides)
-_FIELDS = (*_SHAPE, *ARCHITECTURE, "qkv_bias", "kv_channels", "rope_scaling")
+# what the files must give (the vocabulary may be missing: the tokenizer decides it)
+REQUIRED = tuple(k for k in MODEL_REQUIRED if k != "vocab_size")
+_SHAPE = fields_of(Model, group="shape")
+# the shape, then the architecture the arguments give (a preset is matched by shape; these
+# follow as overrides); required first: once they are written, a field equal to its default need
+# not be
+_FIELDS = tuple(sorted(fields_of(Model, group=("shape", "architecture", "moe")),
+                       key=lambda k: k not in MODEL_REQUIRED))
 
 
 def read_model(draft: Draft, plan_model: dict[str, Any]) -> None:

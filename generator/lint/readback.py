@@ -12,6 +12,7 @@ from typing import Any
 from generator.lint.engine import lint_texts, views
 from generator.plan.plan import Plan
 from generator.rules import Fact
+from generator.spec.model import MODEL_FACTS
 
 # plan fact -> the fact names the readers give it (script, Megatron arguments, DeepSpeed JSON)
 COMPARED = {
@@ -107,8 +108,6 @@ def plan_facts(plan: Plan) -> dict[str, Fact]:
             values[key] = getattr(p, key)
     if s.data.packing and plan.uses_megatron:
         values.update(reset_position_ids=True, reset_attention_mask=True, eod_mask_loss=True)
-    for key in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
-                "seq_length", "max_position_embeddings", "num_experts", "moe_top_k",
-                "position_embedding"):
+    for key in MODEL_FACTS:
         values[key] = getattr(m, key)
     return {k: Fact(v, "plan") for k, v in values.items()}

@@ -25,22 +25,19 @@ from typing import Any
 
 from generator.dialects import dialect
 from generator.frameworks import Framework, framework_of
+from generator.spec.fields import fields_of
+from generator.spec.model import Model
 from generator.values import value
 
 SEVERITY = ("safe", "flags", "convert", "cannot")
-# parameter shapes (and what the weights compute): another value is another model
-SHAPE = ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
-         "ffn_hidden_size", "vocab_size", "activation", "normalization", "position_embedding",
-         "tie_embeddings", "linear_bias", "qkv_bias", "qk_layernorm", "embedding_layernorm",
-         "parallel_residual", "num_experts", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
-         "moe_dense_layers")
-# the same weights, used otherwise from the resumed step on
-BEHAVIOUR = ("rotary_base", "rotary_percent", "rope_scaling", "norm_epsilon", "attention_dropout",
-             "hidden_dropout", "moe_top_k", "moe_load_balancing", "moe_aux_loss_coeff", "moe_z_loss_coeff",
-             "moe_capacity_factor", "moe_token_drop_policy", "moe_pad_to_capacity", "moe_token_dispatcher")
+# the model fields by what another value means (their ``resume`` metadata): SHAPE, parameter
+# shapes and what the weights compute (another model); BEHAVIOUR, the same weights used otherwise
+# from the resumed step on; the others have rules of their own below (seq_length,
+# max_position_embeddings, the padded vocabulary) or do not matter to a resume
+SHAPE = fields_of(Model, resume="weights")
+BEHAVIOUR = fields_of(Model, resume="behaviour")
 # how the weights and optimizer state are split over the ranks
 LAYOUT = ("tp", "pp", "vpp", "ep", "etp", "first_stage_layers", "last_stage_layers")
-# what a Megatron scheduler compares with the checkpoint's on load (BLOOM's fork: no weight decay)
 # what Megatron's scheduler compares with the checkpoint's (a dialect's capabilities may say
 # fewer: scheduler_checked)
 SCHEDULE = ("lr", "min_lr", "warmup_steps", "decay_steps", "decay_style", "wsd_decay_steps",

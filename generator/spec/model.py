@@ -1,5 +1,10 @@
 """The typed, frozen spec: schema defaults and presets applied, counts parsed to integers.
 
+Each section is a class of typed fields built by one constructor (``fields.section``) from the
+schema: a field is defined by its schema property (what a spec may give, its default, its form)
+and its line here (its Python type, and in its metadata what the schema cannot say). Adding a
+field is those two; no constructor changes.
+
 Every field remembers where it came from (``spec.yaml:12:5``, ``preset llama3-8b`` or
 ``default``), so that plan errors can point at the values involved.
 """
@@ -7,6 +12,7 @@ Every field remembers where it came from (``spec.yaml:12:5``, ``preset llama3-8b
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import field
 from fractions import Fraction
 from pathlib import Path
@@ -16,18 +22,13 @@ from generator import presets
 from generator.errors import Location, UserError
 from generator.frameworks import framework_of
 from generator.shell import ShellRef
+from generator.spec.fields import MISSING, At, as_schema_says, converted, fields_of, section
 from generator.spec.load import Document
 from generator.spec.overlay import load_layers
-from generator.spec.schema import count_maximum, spec_schema, validate
-from generator.units import parse_count, parse_fraction
+from generator.spec.schema import spec_schema, validate
+from generator.units import parse_fraction
 from generator.values import value
 from generator.vectors import where
-
-_MODEL_REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length")
-# model fields where a spec's null overrides the preset (no scaling, dropless, the default size)
-_NULL_IS_A_VALUE = ("rope_scaling", "qkv_bias", "kv_channels", "moe_ffn_hidden_size",
-                    "moe_shared_expert_intermediate_size", "moe_z_loss_coeff", "moe_capacity_factor",
-                    "moe_token_dispatcher")
 
 
 @value
@@ -37,14 +38,15 @@ class Cluster:
     nodes: int
     gpus_per_node: int
     gpu: str
-    allow_oversize: bool = False  # write the files even beyond 1.5× the GPU's memory (GL024)
-    memory_headroom_gib: float = 0.0  # kept free of the estimate: fits are judged without it
-    host_memory_gib: float | None = None  # a node's CPU memory (GL025: the load's host memory)
+    allow_oversize: bool  # write the files even beyond 1.5× the GPU's memory (GL024)
+    memory_headroom_gib: float  # kept free of the estimate: fits are judged without it
+    host_memory_gib: float | None  # a node's CPU memory (GL025: the load's host memory)
 
 
 @value
 class RopeScaling:
-    """Llama 3.1's rotary frequency scaling (its config.json ``rope_scaling`` block)."""
+    """Llama 3.1's rotary frequency scaling (its config.json ``rope_scaling`` block); part of the
+    model, so its defaults are Megatron's (as the schema's descriptions say)."""
 
     factor: float
     low_freq_factor: float = 1.0
@@ -52,52 +54,102 @@ class RopeScaling:
     original_max_position_embeddings: int = 8192
 
 
+def _model_field(group: str, default: Any = MISSING, *, resume: str | None, required: bool = False,
+                 derive: Any = None, null_is_a_value: bool = False, fact: bool = False) -> Any:
+    """A model field: its default (Megatron's; the preset's value comes first) or ``derive``
+    (its default from the other fields), and its metadata (see Model)."""
+    metadata = {"group": group, "resume": resume, "required": required,
+                "null_is_a_value": null_is_a_value, "fact": fact}
+    if derive is not None:
+        metadata["derive"] = derive
+    return field(default=default, metadata=metadata)
+
+
+def _shape(default: Any = MISSING, **metadata: Any) -> Any:
+    return _model_field("shape", default, **metadata)
+
+
+def _architecture(default: Any = MISSING, **metadata: Any) -> Any:
+    return _model_field("architecture", default, **metadata)
+
+
+def _moe(default: Any = MISSING, **metadata: Any) -> Any:
+    return _model_field("moe", default, **metadata)
+
+
+def _megatron_ffn(m: dict[str, Any]) -> int:
+    """Megatron's default FFN size: 4h, or int(4h * 2/3 / 64) * 64 with --swiglu (arguments.py)."""
+    h = m["hidden_size"]
+    return (4 * h * 2 // 3 // 64) * 64 if m["activation"] == "swiglu" else 4 * h
+
+
 @value
 class Model:
-    """The spec's model section, preset applied: the architecture Megatron builds."""
+    """The spec's model section, preset applied: the architecture Megatron builds.
 
-    preset: str | None
-    num_layers: int
-    hidden_size: int
-    num_attention_heads: int
-    num_query_groups: int
-    ffn_hidden_size: int
-    vocab_size: int
-    seq_length: int
-    max_position_embeddings: int
-    num_experts: int | None
-    moe_top_k: int | None
-    activation: str
-    normalization: str
-    position_embedding: str
-    tie_embeddings: bool
+    A field's default is Megatron's, applied after the preset's value: the schema states it in
+    the field's description rather than as a JSON Schema ``default`` (which would override the
+    preset). Its metadata says the rest; every list of model fields is read from it
+    (``fields_of(Model, ...)``):
+
+    - ``group``: shape | architecture (beyond the shape) | moe (the routed experts);
+    - ``required``: given, or from the preset;
+    - ``derive``: the default computed from the other fields (GQA groups, FFN size, ...);
+    - ``null_is_a_value``: a spec's null overrides the preset's value (the derived default, no
+      scaling, dropless ...), where any other null means "not given";
+    - ``resume``: what another value means for a run that resumes the checkpoint: "weights"
+      (another model: other parameter shapes, or weights that compute another function),
+      "behaviour" (the same weights, used otherwise from the resumed step on), None (resume.py
+      judges it by a rule of its own, or it does not matter to a resume);
+    - ``fact``: a value the rules check (lint reads it from launch files too).
+    """
+
+    preset: str | None = field(default=None, metadata={"resume": None})  # the fields say it
+    num_layers: int = _shape(required=True, resume="weights", fact=True)
+    hidden_size: int = _shape(required=True, resume="weights", fact=True)
+    num_attention_heads: int = _shape(required=True, resume="weights", fact=True)
+    num_query_groups: int = _shape(derive=lambda m: m["num_attention_heads"], resume="weights", fact=True)
+    ffn_hidden_size: int = _shape(derive=_megatron_ffn, resume="weights")
+    vocab_size: int = _shape(required=True, resume="weights")
+    seq_length: int = _shape(required=True, resume=None, fact=True)  # resume: safe, counted in samples
+    # resume: refused or not by the position embedding and the dialect
+    max_position_embeddings: int = _shape(derive=lambda m: m["seq_length"], resume=None, fact=True)
+    num_experts: int | None = _shape(None, resume="weights", fact=True)
+    moe_top_k: int | None = _shape(None, resume="behaviour", fact=True)
+    activation: str = _shape("gelu", resume="weights")
+    normalization: str = _shape("layernorm", resume="weights")
+    position_embedding: str = _shape("learned_absolute", resume="weights", fact=True)
+    tie_embeddings: bool = _shape(True, resume="weights")
     # the architecture beyond the shape (defaults: what Megatron builds when not told)
-    linear_bias: bool = True
-    qkv_bias: bool = True
-    rotary_base: int = 10000
-    rotary_percent: float = 1.0
-    rope_scaling: RopeScaling | None = None
-    norm_epsilon: float = 1e-5
-    attention_dropout: float = 0.1
-    hidden_dropout: float = 0.1
-    init_method_std: float = 0.02
-    qk_layernorm: bool = False
-    make_vocab_size_divisible_by: int = 128
-    kv_channels: int = 0  # 0 until model_from sets hidden_size / heads
-    embedding_layernorm: bool = False
-    parallel_residual: bool = False
+    linear_bias: bool = _architecture(True, resume="weights")
+    qkv_bias: bool = _architecture(derive=lambda m: m["linear_bias"], null_is_a_value=True, resume="weights")
+    rotary_base: int = _architecture(10000, resume="behaviour")
+    rotary_percent: float = _architecture(1.0, resume="behaviour")
+    rope_scaling: RopeScaling | None = _architecture(None, null_is_a_value=True, resume="behaviour")
+    norm_epsilon: float = _architecture(1e-5, resume="behaviour")
+    attention_dropout: float = _architecture(0.1, resume="behaviour")
+    hidden_dropout: float = _architecture(0.1, resume="behaviour")
+    init_method_std: float = _architecture(0.02, resume=None)  # used only at initialisation
+    qk_layernorm: bool = _architecture(False, resume="weights")
+    # resume: judged by the padded vocabulary it gives
+    make_vocab_size_divisible_by: int = _architecture(128, resume=None)
+    kv_channels: int = _architecture(derive=lambda m: m["hidden_size"] // m["num_attention_heads"],
+                                     null_is_a_value=True, resume="weights")
+    embedding_layernorm: bool = _architecture(False, resume="weights")
+    parallel_residual: bool = _architecture(False, resume="weights")
     # mixture of experts (meaningful with num_experts)
-    moe_ffn_hidden_size: int | None = None
-    moe_shared_expert_intermediate_size: int | None = None
-    moe_dense_layers: int = 0
-    moe_load_balancing: str = "aux_loss"
-    moe_aux_loss_coeff: float = 0.0
-    moe_z_loss_coeff: float | None = None
-    moe_capacity_factor: float | None = None
-    moe_token_drop_policy: str = "probs"
-    moe_pad_to_capacity: bool = False
-    moe_token_dispatcher: str | None = None  # None: alltoall with ep > 1, else allgather
-    moe_grouped_gemm: bool = False
+    moe_ffn_hidden_size: int | None = _moe(None, null_is_a_value=True, resume="weights")
+    moe_shared_expert_intermediate_size: int | None = _moe(None, null_is_a_value=True, resume="weights")
+    moe_dense_layers: int = _moe(0, resume="weights")
+    moe_load_balancing: str = _moe("aux_loss", resume="behaviour")
+    moe_aux_loss_coeff: float = _moe(0.0, resume="behaviour")
+    moe_z_loss_coeff: float | None = _moe(None, null_is_a_value=True, resume="behaviour")
+    moe_capacity_factor: float | None = _moe(None, null_is_a_value=True, resume="behaviour")
+    moe_token_drop_policy: str = _moe("probs", resume="behaviour")
+    moe_pad_to_capacity: bool = _moe(False, resume="behaviour")
+    # None: alltoall with ep > 1, else allgather
+    moe_token_dispatcher: str | None = _moe(None, null_is_a_value=True, resume="behaviour")
+    moe_grouped_gemm: bool = _moe(False, resume=None)  # how the experts run, not what they hold
 
     def token_dispatcher(self, ep: int) -> str:
         """The MoE token dispatcher: the one given, else alltoall with ep > 1, else allgather
@@ -110,15 +162,13 @@ class Model:
         return -(-self.vocab_size // multiple) * multiple
 
 
-# the architecture fields and their defaults (the shape fields are required or derived)
-ARCHITECTURE = {name: f.default for name, f in Model.__dataclass_fields__.items()
-                if name in ("linear_bias", "rotary_base", "rotary_percent", "norm_epsilon",
-                            "attention_dropout", "hidden_dropout", "init_method_std", "qk_layernorm",
-                            "make_vocab_size_divisible_by", "embedding_layernorm", "parallel_residual",
-                            "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
-                            "moe_dense_layers", "moe_load_balancing", "moe_aux_loss_coeff",
-                            "moe_z_loss_coeff", "moe_capacity_factor", "moe_token_drop_policy",
-                            "moe_pad_to_capacity", "moe_token_dispatcher", "moe_grouped_gemm")}
+MODEL_REQUIRED = fields_of(Model, required=True)
+NULL_IS_A_VALUE = fields_of(Model, null_is_a_value=True)
+MODEL_FACTS = fields_of(Model, fact=True)
+# the architecture fields with a default of their own, Megatron's (qkv_bias and kv_channels
+# derive theirs from the shape)
+ARCHITECTURE = tuple(f.name for f in dataclasses.fields(Model)
+                     if f.metadata.get("group") in ("architecture", "moe") and "derive" not in f.metadata)
 
 
 @value
@@ -136,13 +186,13 @@ class Parallelism:
     distributed_optimizer: bool
     dp: int | None
     zero_offload: str
-    first_stage_layers: int | None = None  # uneven pipelines (megatron-lm)
-    last_stage_layers: int | None = None
-    hybrid_shard: bool = False  # fsdp: shard within a node, replicate across nodes
+    first_stage_layers: int | None  # uneven pipelines (megatron-lm)
+    last_stage_layers: int | None
+    hybrid_shard: bool  # fsdp: shard within a node, replicate across nodes
     # Megatron-LM: the embedding / the loss counted as a layer of the pipeline split
-    account_for_embedding_in_pipeline_split: bool = False
-    account_for_loss_in_pipeline_split: bool = False
-    tp_comm_overlap: bool = False  # Megatron-LM: TP collectives pipelined with the GEMMs (TE)
+    account_for_embedding_in_pipeline_split: bool
+    account_for_loss_in_pipeline_split: bool
+    tp_comm_overlap: bool  # Megatron-LM: TP collectives pipelined with the GEMMs (TE)
 
     def split_layers(self, num_layers: int) -> tuple[int | None, int | None]:
         """(first, last) stage transformer layers: the given ones, or with the embedding / loss
@@ -155,6 +205,14 @@ class Parallelism:
         return (share - 1 if embedding else None), (share - 1 if loss else None)
 
 
+def _rampup(given: dict, at: At) -> tuple[int, int, int]:
+    return given["start"], given["increment"], given["samples"]
+
+
+def _step_schedule(given: tuple[dict, ...], at: At) -> tuple[tuple[int, int], ...]:
+    return tuple((entry["tokens"], entry["global_batch_size"]) for entry in given)
+
+
 @value
 class Batch:
     """The spec's batch section: what was given of micro, accumulation, global and tokens."""
@@ -163,8 +221,8 @@ class Batch:
     gradient_accumulation_steps: int | None
     global_batch_size: int | None
     tokens_per_step: int | None
-    rampup: tuple[int, int, int] | None = None  # (start, increment, samples)
-    schedule: tuple[tuple[int, int], ...] | None = None  # ((tokens, global batch), ...)
+    rampup: tuple[int, int, int] | None = converted(_rampup)  # (start, increment, samples)
+    schedule: tuple[tuple[int, int], ...] | None = converted(_step_schedule)  # ((tokens, global batch), ...)
 
 
 @value
@@ -173,6 +231,23 @@ class Warmup:
 
     unit: str
     amount: Fraction | int
+
+
+def _warmup(given: Any, at: At) -> Warmup:
+    """The one form of several (1%, 0.01, {iters: N}, {samples: N}, {tokens: 375M}) as a unit and
+    an amount: a form no schema conversion gives."""
+    if isinstance(given, dict):
+        (unit, amount), = given.items()
+        return Warmup(unit, as_schema_says(amount, at.child(unit)))
+    return Warmup("fraction", _fraction(given, at))
+
+
+def _fraction(given: Any, at: At) -> Fraction:
+    """A fraction of the run (1% or 0.01), exact."""
+    try:
+        return parse_fraction(given, at.where())
+    except ValueError as exc:
+        raise UserError(str(exc), at.locate()) from None
 
 
 @value
@@ -194,7 +269,7 @@ class Training:
     train_samples: int | None
     lr: float | None  # None: derived from lr_scaling
     min_lr: float
-    warmup: Warmup
+    warmup: Warmup = converted(_warmup)
     decay: str
     weight_decay: float
     adam_betas: tuple[float, float]
@@ -204,67 +279,93 @@ class Training:
     seed: int
     log_interval: int
     flash_attention: bool
-    lr_scaling: LRScaling | None = None
-    target_loss: float | None = None
-    wsd_decay: Fraction = Fraction(1, 10)
-    optimizer_states: str = "fp32"  # Adam's moments (Megatron's precision-aware optimizer: bf16)
-    main_grads: str = "fp32"
-    fp8_recipe: str = "delayed"  # Transformer Engine's FP8 scaling (Megatron's default: delayed)
+    lr_scaling: LRScaling | None
+    target_loss: float | None
+    wsd_decay: Fraction = converted(_fraction)
+    optimizer_states: str  # Adam's moments (Megatron's precision-aware optimizer: bf16)
+    main_grads: str
+    fp8_recipe: str  # Transformer Engine's FP8 scaling (Megatron's default: delayed)
+
+
+def _paths(given: tuple, at: At) -> tuple[str | ShellRef | tuple[str, float], ...]:
+    """A blend of several datasets gives each a weight (the forks read --data-path as
+    weight-path pairs, Megatron-LM too once one weight is given)."""
+    weighted = [isinstance(p, dict) for p in given]
+    if len(given) > 1 and not all(weighted):
+        k = weighted.index(False)
+        raise UserError(f"$.data.paths[{k}]: a blend of {len(given)} datasets gives each a weight, e.g. "
+                        "{path: /data/a_text_document, weight: 0.7}", at.locate(k))
+    return tuple((p["path"], p["weight"]) if isinstance(p, dict) else p for p in given)
 
 
 @value
 class Data:
     """The spec's data section: paths or blend, split, packing."""
 
-    packing: bool = False
-    average_sequence_length: int | None = None
-    paths: tuple[str | ShellRef | tuple[str, float], ...] = ()  # a prefix, or (prefix, weight) of a blend
-    split: str | None = None
-    cache_path: str | ShellRef | None = None
-    mock: bool = False
+    packing: bool
+    average_sequence_length: int | None
+    paths: tuple[str | ShellRef | tuple[str, float], ...] = converted(_paths)  # a prefix, or (prefix, weight)
+    split: str | None
+    cache_path: str | ShellRef | None
+    mock: bool
 
 
 @value
 class Tokenizer:
     """The spec's tokenizer section."""
 
-    type: str | None = None
-    model: str | ShellRef | None = None
-    vocab_file: str | ShellRef | None = None
-    merge_file: str | ShellRef | None = None
+    type: str | None
+    model: str | ShellRef | None
+    vocab_file: str | ShellRef | None
+    merge_file: str | ShellRef | None
+
+
+def _torch_dist_only(why: str):
+    """A checkpoint setting that Megatron has in the torch_dist format only."""
+
+    def check(given: bool, at: At) -> bool:
+        if given and at.setting("checkpoint", "format") == "torch":
+            raise UserError(f"{at.where()}: {why}; set checkpoint.format: torch_dist (or leave it to the "
+                            "release's default)", at.locate())
+        return given
+
+    return check
 
 
 @value
 class Checkpoint:
     """The spec's checkpoint section: where, how often, how many, in which format."""
 
-    dir: str | ShellRef | None = None
-    interval: int | None = None
-    keep_last: int | None = None  # the Trainer's --save_total_limit
-    format: str | None = None
-    async_save: bool = False
-    schedule: str | None = None  # checkpoint | spec: which schedule a resumed run follows
-    reshardable: bool = False  # Megatron-LM: the distributed optimizer saved fully reshardable
-    universal: bool = False  # Megatron-DeepSpeed: load a universal checkpoint
-    finetune_from: str | ShellRef | None = None
+    dir: str | ShellRef | None
+    interval: int | None
+    keep_last: int | None  # the Trainer's --save_total_limit
+    format: str | None
+    async_save: bool = converted(_torch_dist_only("Megatron saves in the background only in the torch_dist "
+                                                  "format"))
+    schedule: str | None  # checkpoint | spec: which schedule a resumed run follows
+    # Megatron-LM: the distributed optimizer saved fully reshardable
+    reshardable: bool = converted(_torch_dist_only("the distributed optimizer's state is reshardable in the "
+                                                   "torch_dist format only"))
+    universal: bool  # Megatron-DeepSpeed: load a universal checkpoint
+    finetune_from: str | ShellRef | None
 
 
 @value
 class Logging:
     """The spec's logging section: wandb, tensorboard, throughput."""
 
-    wandb_project: str | None = None
-    wandb_run_name: str | None = None
-    tensorboard_dir: str | ShellRef | None = None
-    throughput: bool = False
+    wandb_project: str | None
+    wandb_run_name: str | None
+    tensorboard_dir: str | ShellRef | None
+    throughput: bool
 
 
 @value
 class Eval:
     """The spec's eval section: interval and iterations."""
 
-    interval: int | None = None
-    iters: int | None = None
+    interval: int | None
+    iters: int | None
 
 
 @value
@@ -272,7 +373,64 @@ class Megatron:
     """Which Megatron-LM release or Megatron-DeepSpeed fork the files are written for."""
 
     version: str  # a Megatron-LM release: core_v0.12 ... core_v0.19 | latest
-    fork: str = "microsoft"  # the Megatron-DeepSpeed fork: microsoft | bigscience
+    fork: str  # the Megatron-DeepSpeed fork: microsoft | bigscience
+
+
+# names launch.sbatch sets and reads itself (an export would change the run it describes)
+SCRIPT_OWNED_ENV = ("NODES", "PROCS_PER_NODE", "WORLD_SIZE", "GEN_LAUNCH_DIR", "MEGATRON_ARGS",
+                    "TRAINER_ARGS", "TRAIN_ARGS", "EXTRA_ARGS", "RANK", "LOCAL_RANK", "IFS")
+# names whose value a bash child runs (BASH_ENV is sourced, prompts and PROMPT_COMMAND are
+# expanded, SHELLOPTS turns on xtrace ...) or that decide which programs run
+CODE_ENV = ("BASH_ENV", "ENV", "PROMPT_COMMAND", "PS1", "PS2", "PS3", "PS4", "SHELLOPTS", "BASHOPTS",
+            "BASH_XTRACEFD", "PATH", "CDPATH", "GLOBIGNORE")
+
+
+def _env(env: dict, at: At) -> tuple[tuple[str, str], ...]:
+    """launch.env, with the names that would change the script or run code refused (the latter
+    unless launch.unsafe_env lists them: read here, so it is no field of its own)."""
+    doc = at.doc
+    unsafe = set(at.setting("launch", "unsafe_env") or ())
+    for name in env:
+        if name in SCRIPT_OWNED_ENV:
+            raise UserError(f"$.launch.env: launch.sbatch sets or relies on {name} itself (the plan decides "
+                            "it); remove it here", doc.locate(["launch", "env", name], key=True))
+        if (name in CODE_ENV or name.startswith("BASH_")) and name not in unsafe:
+            raise UserError(f"$.launch.env: {name} makes every bash the job starts run what it says (or "
+                            f"decides which programs run); list it in launch.unsafe_env: [{name}] if that is "
+                            "meant",
+                            doc.locate(["launch", "env", name], key=True))
+    for name in sorted(unsafe):
+        if name in SCRIPT_OWNED_ENV:
+            raise UserError(f"$.launch.unsafe_env: launch.sbatch sets or relies on {name} itself; it cannot "
+                            "be exported",
+                            doc.locate(["launch", "unsafe_env"]))
+    return tuple((k, _env_text(v)) for k, v in env.items())
+
+
+def _env_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _entry_point_arguments(given: dict, at: At) -> tuple[tuple[str, str], ...]:
+    """launch.arguments, for an entry point without a table of its own (plain DeepSpeed)."""
+    if not given:
+        return ()
+    doc, data = at.doc, _with_defaults(at.doc.data, spec_schema())
+    framework = framework_of(data["framework"])
+    plain = framework.plain_deepspeed and not framework.uses_trainer(data["launch"]["launcher"])
+    if given and not plain:
+        raise UserError(f"$.launch.arguments: framework {data['framework']} with launcher "
+                        f"{data['launch']['launcher']} writes the run's fields as its own arguments; "
+                        "launch.arguments is for a plain DeepSpeed entry point (remove it)",
+                        doc.locate(["launch", "arguments"]))
+    options = list(given.values())
+    twice = next((o for o in options if options.count(o) > 1), None)
+    if twice is not None:
+        raise UserError(f"$.launch.arguments: {twice} is given for two fields; one option carries one field",
+                        doc.locate(["launch", "arguments"]))
+    return tuple(given.items())
 
 
 @value
@@ -283,9 +441,10 @@ class Launch:
     entrypoint: str
     python: str
     extra_args: tuple[str | ShellRef, ...]
-    env: tuple[tuple[str, str], ...]
-    check_extra_args: bool = True
-    arguments: tuple[tuple[str, str], ...] = ()  # (run field, a plain entry point's option)
+    env: tuple[tuple[str, str], ...] = converted(_env)
+    check_extra_args: bool
+    # (run field, a plain entry point's option)
+    arguments: tuple[tuple[str, str], ...] = converted(_entry_point_arguments)
 
 
 @value
@@ -304,8 +463,12 @@ class Slurm:
     exclusive: bool
     output: str
     error: str | None
-    preflight: bool = False  # check every node (preflight.py) before the training step
-    max_time: str | None = None  # the partition's MaxTime (GL314)
+    preflight: bool  # check every node (preflight.py) before the training step
+    max_time: str | None  # the partition's MaxTime (GL314)
+
+
+def _model(given: dict, at: At) -> Model:
+    return model_from(given, at.locate)
 
 
 @value
@@ -315,7 +478,7 @@ class Spec:
     name: str
     framework: str
     cluster: Cluster
-    model: Model
+    model: Model = converted(_model)  # its preset first
     parallelism: Parallelism
     batch: Batch
     training: Training
@@ -327,11 +490,11 @@ class Spec:
     stage: str | None = None  # the stage this spec is (stages: see stage_specs)
     stage_names: tuple[str, ...] = ()
     auto: Any = field(default=None, repr=False, compare=False)  # autoplan.AutoPlan when searched
-    data: Data = field(default_factory=Data)
-    tokenizer: Tokenizer = field(default_factory=Tokenizer)
-    checkpoint: Checkpoint = field(default_factory=Checkpoint)
-    logging: Logging = field(default_factory=Logging)
-    eval: Eval = field(default_factory=Eval)
+    data: Data
+    tokenizer: Tokenizer
+    checkpoint: Checkpoint
+    logging: Logging
+    eval: Eval
 
     @property
     def uses_trainer(self) -> bool:
@@ -383,9 +546,9 @@ def stage_documents(spec: Spec) -> list[tuple[str, Document]]:
     out = []
     for stage in stages:
         data = copy.deepcopy({k: v for k, v in spec.doc.data.items() if k != "stages"})
-        for section in ("model", "parallelism"):
-            if section in stage:
-                data[section] = {**data.get(section, {}), **stage[section]}
+        for merged in ("model", "parallelism"):
+            if merged in stage:
+                data[merged] = {**data.get(merged, {}), **stage[merged]}
         if "batch" in stage:
             data["batch"] = copy.deepcopy(stage["batch"])
         data["training"] = {k: v for k, v in data["training"].items() if k not in STAGE_RUN_LENGTH}
@@ -400,202 +563,8 @@ def stage_documents(spec: Spec) -> list[tuple[str, Document]]:
 def build_spec(doc: Document, auto: Any = None) -> Spec:
     """The typed spec of a document whose fields are all given (run.py's build_spec has
     auto-plan choose the fields left ``auto`` or to a list first, and passes its record)."""
-    data = _with_defaults(doc.data, spec_schema())
-
-    def count(section: str, key: str) -> int | None:
-        value = data[section].get(key)
-        if value is None:
-            return None
-        number = _located_count(doc, value, [section, key])
-        if number <= 0:
-            raise UserError(f"$.{section}.{key}: must be positive, got {value!r}",
-                            doc.locate([section, key]))
-        return number
-
-    t = data["training"]
-    return Spec(
-        name=data["name"],
-        framework=data["framework"],
-        cluster=Cluster(**data["cluster"]),
-        model=model_from(data["model"], lambda: doc.locate(["model"])),
-        parallelism=Parallelism(**data["parallelism"]),
-        batch=Batch(
-            micro_batch_size=data["batch"].get("micro_batch_size"),
-            gradient_accumulation_steps=data["batch"].get("gradient_accumulation_steps"),
-            global_batch_size=data["batch"].get("global_batch_size"),
-            tokens_per_step=count("batch", "tokens_per_step"),
-            rampup=_rampup(doc, data["batch"].get("rampup")),
-            schedule=_step_schedule(doc, data["batch"].get("schedule")),
-        ),
-        training=Training(
-            precision=t["precision"],
-            train_tokens=count("training", "train_tokens"),
-            train_iters=count("training", "train_iters"),
-            train_samples=count("training", "train_samples"),
-            lr=float(t["lr"]) if t.get("lr") is not None else None,
-            min_lr=float(t["min_lr"]),
-            warmup=_warmup(doc, t["warmup"], count),
-            decay=t["decay"],
-            weight_decay=float(t["weight_decay"]),
-            adam_betas=(float(t["adam_betas"][0]), float(t["adam_betas"][1])),
-            adam_eps=float(t["adam_eps"]),
-            gradient_clipping=float(t["gradient_clipping"]),
-            recompute=t["recompute"],
-            seed=t["seed"],
-            log_interval=t["log_interval"],
-            flash_attention=t["flash_attention"],
-            lr_scaling=LRScaling(**t["lr_scaling"]) if t.get("lr_scaling") else None,
-            target_loss=t["target_loss"],
-            wsd_decay=parse_fraction(t["wsd_decay"], "$.training.wsd_decay"),
-            optimizer_states=t["optimizer_states"], main_grads=t["main_grads"],
-            fp8_recipe=t["fp8_recipe"],
-        ),
-        launch=Launch(
-            launcher=data["launch"]["launcher"],
-            entrypoint=data["launch"]["entrypoint"],
-            python=data["launch"]["python"],
-            extra_args=tuple(ShellRef(a["shell"]) if isinstance(a, dict) else a
-                             for a in data["launch"]["extra_args"]),
-            env=_env(doc, data["launch"]),
-            check_extra_args=data["launch"].get("check_extra_args", True),
-            arguments=_entry_point_arguments(doc, data),
-        ),
-        slurm=Slurm(**{**data["slurm"], "container_mounts": tuple(data["slurm"]["container_mounts"])}),
-        megatron=Megatron(**data["megatron"]),
-        data=_data(doc, data["data"]),
-        tokenizer=Tokenizer(**{k: _word(v) for k, v in data["tokenizer"].items()}),
-        checkpoint=_checkpoint(doc, data["checkpoint"]),
-        logging=Logging(**{k: _word(v) for k, v in data["logging"].items()}),
-        eval=Eval(**data["eval"]),
-        source=doc.file,
-        doc=doc,
-        stage_names=tuple(st["name"] for st in data.get("stages") or ()),
-        auto=auto,
-    )
-
-
-def _word(value: Any) -> Any:
-    """A value that reaches a launch file as one word: {shell: "${NAME}/..."} is a run-time
-    reference, anything else the value itself."""
-    return ShellRef(value["shell"]) if isinstance(value, dict) and set(value) == {"shell"} else value
-
-
-def _checkpoint(doc: Document, data: dict) -> Checkpoint:
-    if data.get("async_save") and data.get("format") == "torch":
-        raise UserError("$.checkpoint.async_save: Megatron saves in the background only in the torch_dist "
-                        "format; set checkpoint.format: torch_dist (or leave it to the release's default)",
-                        doc.locate(["checkpoint", "async_save"]))
-    if data.get("reshardable") and data.get("format") == "torch":
-        raise UserError("$.checkpoint.reshardable: the distributed optimizer's state is reshardable in the "
-                        "torch_dist format only; set checkpoint.format: torch_dist (or leave it to the "
-                        "release's default)", doc.locate(["checkpoint", "reshardable"]))
-    return Checkpoint(**{k: _word(v) for k, v in data.items()})
-
-
-def _entry_point_arguments(doc: Document, data: dict) -> tuple[tuple[str, str], ...]:
-    """launch.arguments, for an entry point without a table of its own (plain DeepSpeed)."""
-    given = data["launch"].get("arguments") or {}
-    framework = framework_of(data["framework"])
-    plain = framework.plain_deepspeed and not framework.uses_trainer(data["launch"]["launcher"])
-    if given and not plain:
-        raise UserError(f"$.launch.arguments: framework {data['framework']} with launcher "
-                        f"{data['launch']['launcher']} writes the run's fields as its own arguments; "
-                        "launch.arguments is for a plain DeepSpeed entry point (remove it)",
-                        doc.locate(["launch", "arguments"]))
-    options = list(given.values())
-    twice = next((o for o in options if options.count(o) > 1), None)
-    if twice is not None:
-        raise UserError(f"$.launch.arguments: {twice} is given for two fields; one option carries one field",
-                        doc.locate(["launch", "arguments"]))
-    return tuple(given.items())
-
-
-def _data(doc: Document, data: dict) -> Data:
-    """The data section; a blend of several datasets gives each a weight (the forks read
-    --data-path as weight-path pairs, Megatron-LM too once one weight is given)."""
-    paths = data.get("paths") or []
-    weighted = [isinstance(p, dict) and "weight" in p for p in paths]
-    if len(paths) > 1 and not all(weighted):
-        k = weighted.index(False)
-        raise UserError(f"$.data.paths[{k}]: a blend of {len(paths)} datasets gives each a weight, e.g. "
-                        "{path: /data/a_text_document, weight: 0.7}", doc.locate(["data", "paths", k]))
-    return Data(**{**data, "paths": tuple((p["path"], float(p["weight"])) if isinstance(p, dict)
-                                          and "weight" in p else _word(p) for p in paths),
-                   "cache_path": _word(data.get("cache_path"))})
-
-
-def _located_count(doc: Document, value: Any, path: list) -> int:
-    """A count (8Mi, 1T, 4096) at ``path``, within the schema's maximum."""
-    where = "$." + ".".join(map(str, path))
-    try:
-        number = parse_count(value, where)
-    except ValueError as exc:
-        raise UserError(str(exc), doc.locate(path)) from None
-    limit = count_maximum(path)
-    if limit is not None and number > limit:
-        raise UserError(f"{where}: {value!r} is {number:,}; at most {limit:,}", doc.locate(path))
-    return number
-
-
-def _rampup(doc: Document, value: dict | None) -> tuple[int, int, int] | None:
-    if not value:
-        return None
-    samples = _located_count(doc, value["samples"], ["batch", "rampup", "samples"])
-    return value["start"], value["increment"], samples
-
-
-def _step_schedule(doc: Document, value: list | None) -> tuple[tuple[int, int], ...] | None:
-    if not value:
-        return None
-    return tuple((_located_count(doc, e["tokens"], ["batch", "schedule", k, "tokens"]),
-                  e["global_batch_size"]) for k, e in enumerate(value))
-
-
-# names launch.sbatch sets and reads itself (an export would change the run it describes)
-SCRIPT_OWNED_ENV = ("NODES", "PROCS_PER_NODE", "WORLD_SIZE", "GEN_LAUNCH_DIR", "MEGATRON_ARGS",
-                    "TRAINER_ARGS", "TRAIN_ARGS", "EXTRA_ARGS", "RANK", "LOCAL_RANK", "IFS")
-# names whose value a bash child runs (BASH_ENV is sourced, prompts and PROMPT_COMMAND are
-# expanded, SHELLOPTS turns on xtrace ...) or that decide which programs run
-CODE_ENV = ("BASH_ENV", "ENV", "PROMPT_COMMAND", "PS1", "PS2", "PS3", "PS4", "SHELLOPTS", "BASHOPTS",
-            "BASH_XTRACEFD", "PATH", "CDPATH", "GLOBIGNORE")
-
-
-def _env(doc: Document, launch: dict) -> tuple[tuple[str, str], ...]:
-    """launch.env, with the names that would change the script or run code refused (the latter
-    unless launch.unsafe_env lists them)."""
-    unsafe = set(launch.get("unsafe_env") or ())
-    for name in launch["env"]:
-        if name in SCRIPT_OWNED_ENV:
-            raise UserError(f"$.launch.env: launch.sbatch sets or relies on {name} itself (the plan decides "
-                            "it); remove it here", doc.locate(["launch", "env", name], key=True))
-        if (name in CODE_ENV or name.startswith("BASH_")) and name not in unsafe:
-            raise UserError(f"$.launch.env: {name} makes every bash the job starts run what it says (or "
-                            f"decides which programs run); list it in launch.unsafe_env: [{name}] if that is "
-                            "meant",
-                            doc.locate(["launch", "env", name], key=True))
-    for name in sorted(unsafe):
-        if name in SCRIPT_OWNED_ENV:
-            raise UserError(f"$.launch.unsafe_env: launch.sbatch sets or relies on {name} itself; it cannot "
-                            "be exported",
-                            doc.locate(["launch", "unsafe_env"]))
-    return tuple((k, _env_text(v)) for k, v in launch["env"].items())
-
-
-def _env_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
-
-
-def _warmup(doc: Document, value: Any, count) -> Warmup:
-    if isinstance(value, dict):
-        (unit, _), = value.items()
-        amount = _located_count(doc, value[unit], ["training", "warmup", unit])
-        return Warmup(unit, amount)
-    try:
-        return Warmup("fraction", parse_fraction(value, "$.training.warmup"))
-    except ValueError as exc:
-        raise UserError(str(exc), doc.locate(["training", "warmup"])) from None
+    return section(Spec, doc.data, spec_schema(), At(doc), source=doc.file, doc=doc,
+                   stage_names=tuple(st["name"] for st in doc.data.get("stages") or ()), auto=auto)
 
 
 def model_from(given: dict[str, Any], where=lambda: None) -> Model:
@@ -603,50 +572,15 @@ def model_from(given: dict[str, Any], where=lambda: None) -> Model:
     Megatron's defaults. ``where()`` locates the section for the error when fields are missing."""
     preset_name = given.get("preset")
     merged = {**(presets.models()[preset_name] if preset_name else {}),
-              **{k: v for k, v in given.items() if v is not None or k in _NULL_IS_A_VALUE}}
-    missing = [k for k in _MODEL_REQUIRED if merged.get(k) is None]
+              **{k: v for k, v in given.items() if v is not None or k in NULL_IS_A_VALUE}}
+    missing = [k for k in MODEL_REQUIRED if merged.get(k) is None]
     if missing:
         raise UserError(f"$.model: missing {', '.join(missing)}; give them or choose a preset "
                         f"({', '.join(presets.models())})", where())
-    h, heads = merged["hidden_size"], merged["num_attention_heads"]
-    activation = merged.get("activation") or "gelu"
-    ffn = merged.get("ffn_hidden_size")
-    if ffn is None:
-        # Megatron's default: 4h, or int(4h * 2/3 / 64) * 64 with --swiglu (arguments.py).
-        ffn = (4 * h * 2 // 3 // 64) * 64 if activation == "swiglu" else 4 * h
-    architecture = {name: default if merged.get(name) is None else merged[name]
-                    for name, default in ARCHITECTURE.items()}
-    for name in ("rotary_percent", "norm_epsilon", "attention_dropout", "hidden_dropout",
-                 "init_method_std", "moe_aux_loss_coeff", "moe_z_loss_coeff", "moe_capacity_factor"):
-        if architecture[name] is not None:
-            architecture[name] = float(architecture[name])
-    for name in ("rotary_base", "make_vocab_size_divisible_by", "moe_dense_layers", "moe_ffn_hidden_size",
-                 "moe_shared_expert_intermediate_size"):  # counts: a whole-number float (1.0e+6) as one
-        if architecture[name] is not None:
-            architecture[name] = int(architecture[name])
-    scaling = merged.get("rope_scaling")
-    return Model(
-        preset=preset_name,
-        num_layers=merged["num_layers"],
-        hidden_size=h,
-        num_attention_heads=heads,
-        num_query_groups=merged.get("num_query_groups") or heads,
-        ffn_hidden_size=ffn,
-        vocab_size=merged["vocab_size"],
-        seq_length=merged["seq_length"],
-        max_position_embeddings=merged.get("max_position_embeddings") or merged["seq_length"],
-        num_experts=merged.get("num_experts"),
-        moe_top_k=merged.get("moe_top_k"),
-        activation=activation,
-        normalization=merged.get("normalization") or "layernorm",
-        position_embedding=merged.get("position_embedding") or "learned_absolute",
-        tie_embeddings=merged.get("tie_embeddings", True),
-        qkv_bias=architecture["linear_bias"] if merged.get("qkv_bias") is None else merged["qkv_bias"],
-        rope_scaling=RopeScaling(**{k: float(v) if k != "original_max_position_embeddings" else int(v)
-                                    for k, v in scaling.items()}) if scaling else None,
-        kv_channels=int(merged.get("kv_channels") or h // heads),
-        **architecture,
-    )
+    return section(Model, merged, spec_schema()["properties"]["model"], _MODEL_AT)
+
+
+_MODEL_AT = At(None, ("model",))  # a model's fields are never refused at a line of their own
 
 
 def _with_defaults(data: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

@@ -243,11 +243,3 @@ def _distance(a: str, b: str) -> int:
         previous = current
     return previous[-1]
 
-
-def count_maximum(path: list) -> int | None:
-    """The schema's maximum for the count at ``path`` (its integer form's; list items by index)."""
-    node: dict = spec_schema()
-    for part in path:
-        node = _resolved(_child_schema(node, part))
-    return next((branch["maximum"] for branch in _branches(node) if "maximum" in branch), None)
-
