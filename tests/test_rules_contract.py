@@ -209,3 +209,20 @@ def test_a_rule_lint_cannot_check_needs_a_fact_only_the_plan_gives() -> None:
     for code in sorted(set(RULES) - lint_checkable()):
         missing = set(RULES[code].needs or RULES[code].optional) - readers
         assert missing and missing <= plan, code
+
+
+def test_the_read_back_compares_facts_the_readers_give() -> None:
+    """lint/readback.py compares the plan with what the readers see: each fact name it compares or
+    requires is one a reader gives (a misspelt name would compare nothing), and each plan fact it
+    compares is one plan_facts gives for some sample."""
+    from generator.lint.readback import COMPARED, REQUIRED
+    from generator.lint.readback import plan_facts as read_back_facts
+
+    named = {name for names in COMPARED.values() for name in names} | {
+        name for names in REQUIRED.values() for name in names}
+    assert sorted(named - reader_facts()) == []
+    given: set[str] = set()
+    for sample in SAMPLES:
+        for plan in _resolve(load_spec(sample, f"samples/{sample.name}")):
+            given |= set(read_back_facts(plan))
+    assert sorted(set(COMPARED) - given) == []
