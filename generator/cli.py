@@ -22,7 +22,6 @@ import typer
 
 from generator import __version__
 from generator.errors import UserError
-from generator.resources import data_dir
 
 
 def _usage_pieces(self, ctx) -> list[str]:
@@ -403,6 +402,9 @@ def resume_check(
 @app.command()
 def schema() -> None:
     """Print the spec's JSON Schema (draft-07)."""
+    # deferred: resources (hashlib) is not needed by --version or a command that fails early
+    from generator.resources import data_dir
+
     sys.stdout.write((data_dir("schemas") / "spec.schema.json").read_text(encoding="utf-8"))
 
 

@@ -9,10 +9,10 @@ to these records by a test.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from generator.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Framework:
     """A value of the spec's ``framework``."""
 
@@ -115,7 +115,7 @@ def frameworks_where(**wanted) -> tuple[str, ...]:
                  if all(getattr(f, key) == value for key, value in wanted.items()))
 
 
-@dataclass(frozen=True)
+@value
 class ArgumentDialect:
     """A Megatron argument dialect: a release family or fork whose parser reads the arguments,
     with its table (the key of dialects/megatron.yaml, the same name)."""

@@ -238,12 +238,16 @@ def _flatten(items: list) -> list:
 
 
 @cache
+def _megatron_yaml() -> dict[str, Any]:
+    return read_yaml(_DIR / "megatron.yaml")
+
+
+@cache
 def _tables() -> dict[str, dict[str, Any]]:
     """The Megatron family's dialects (detection, judging and expressing walk these); entries
     named ``_…`` are lists the tables share. Each has its record (frameworks.ARGUMENT_DIALECTS)
     and each record its table: one without the other is a TableError."""
-    tables = {name: table for name, table in read_yaml(_DIR / "megatron.yaml").items()
-              if not name.startswith("_")}
+    tables = {name: table for name, table in _megatron_yaml().items() if not name.startswith("_")}
     if set(tables) != set(ARGUMENT_DIALECTS):
         unrecorded = sorted(set(tables) - set(ARGUMENT_DIALECTS))
         missing = sorted(set(ARGUMENT_DIALECTS) - set(tables))
@@ -255,6 +259,13 @@ def _tables() -> dict[str, dict[str, Any]]:
 @cache
 def _all_tables() -> dict[str, dict[str, Any]]:
     return {**_tables(), **read_yaml(_DIR / "trainer.yaml")}
+
+
+@cache
+def _items() -> dict[str, list[dict[str, Any]]]:
+    """Every table's entries as written (group lines included), by table: the Megatron dialects'
+    and the Trainer's."""
+    return {name: _flatten(table["arguments"]) for name, table in _all_tables().items()}
 
 
 def megatron_releases() -> tuple[str, ...]:
@@ -302,8 +313,7 @@ def megatron_dialect_names() -> tuple[str, ...]:
 
 def table_entries(name: str) -> tuple[Entry, ...]:
     """Every entry of a table, whatever release it is for."""
-    items = _flatten(_all_tables()[name]["arguments"])
-    return tuple(_entry(item) for item in items if set(item) != {"group"})
+    return tuple(_entry(item) for item in _items()[name] if set(item) != {"group"})
 
 
 def _entry(item: dict[str, Any]) -> Entry:
@@ -317,9 +327,8 @@ def _entry(item: dict[str, Any]) -> Entry:
 @cache
 def spec_field_names() -> tuple[str, ...]:
     """The spec fields the tables carry as they are (entries without `value:`)."""
-    tables = (*megatron_dialect_names(), "trainer")
-    return tuple(dict.fromkeys(e.value for name in tables for e in table_entries(name)
-                               if e.value and e.value == e.spec))
+    items = (item for items in _items().values() for item in items)
+    return tuple(dict.fromkeys(item["spec"] for item in items if "value" not in item and "spec" in item))
 
 
 @cache
@@ -329,19 +338,19 @@ def value_fields() -> dict[str, str]:
     Trainer's. One value has one field; a table that says otherwise is refused."""
     out: dict[str, str] = {}
     known = schema_fields()
-    unspelled = [Entry(flag="", **item) for item in read_yaml(_DIR / "megatron.yaml")["_unspelled"]]
-    tables = [(name, table_entries(name)) for name in (*megatron_dialect_names(), "trainer")]
-    for name, entries in [*tables, ("_unspelled", unspelled)]:
-        for entry in entries:
-            field_ = entry.origin or entry.spec
-            if entry.value is None or field_ is None:
+    # the raw items (an Entry each would cost more than the map: this runs on every generate)
+    for name, items in [*_items().items(), ("_unspelled", _megatron_yaml()["_unspelled"])]:
+        for item in items:
+            field_ = item.get("origin") or item.get("spec")
+            value_ = item.get("value") or item.get("spec")
+            if value_ is None or field_ is None:
                 continue
             if field_ not in known:
-                raise TableError(f"{name}: {entry.flag or entry.value} names spec field {field_}, which "
+                raise TableError(f"{name}: {item.get('flag') or value_} names spec field {field_}, which "
                                  "schemas/spec.schema.json does not define")
-            if out.setdefault(entry.value, field_) != field_:
-                raise TableError(f"{name}: {entry.flag} says value {entry.value} comes from {field_}, "
-                                 f"another entry says {out[entry.value]}")
+            if out.setdefault(value_, field_) != field_:
+                raise TableError(f"{name}: {item.get('flag')} says value {value_} comes from {field_}, "
+                                 f"another entry says {out[value_]}")
     return out
 
 
