@@ -9,8 +9,9 @@ import json
 from typing import Any
 
 from generator import presets
-from generator.dialects import accelerate, deepspeed, spec_field_names
+from generator.dialects import spec_field_names
 from generator.dialects.arguments import run_io_fields
+from generator.dialects.keyed import keyed_dialect
 
 # Megatron's fixed Llama-3.1 frequencies (rope_utils: low 1, high 4, original context 8192)
 _MEGATRON_ROPE_FREQUENCIES = (1.0, 4.0, 8192)
@@ -307,7 +308,7 @@ def deepspeed_values(plan) -> dict[str, Any]:
 
 def deepspeed_config(plan) -> dict[str, Any]:
     """The DeepSpeed config of a plan, keys in the table's order."""
-    return deepspeed.dialect().build(deepspeed_values(plan))
+    return keyed_dialect("deepspeed").build(deepspeed_values(plan))
 
 
 def accelerate_values(plan) -> dict[str, Any]:
@@ -332,4 +333,4 @@ def accelerate_values(plan) -> dict[str, Any]:
 
 
 def accelerate_config(plan) -> dict[str, Any]:
-    return accelerate.dialect().build(accelerate_values(plan))
+    return keyed_dialect("accelerate").build(accelerate_values(plan))
