@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from generator import presets
 from generator.calculator.dialect import dialect_findings
-from generator.dialects import dialect_of
+from generator.dialects import dialect_of, value_fields
 from generator.dialects.slurm import enroot_image
 from generator.errors import UserError
 from generator.estimate.memory import GIB
@@ -48,9 +49,26 @@ def _dialect_name(spec: Spec) -> str | None:
     return None if d is None else d.name
 
 
+# spec values the rules read under the name of the plan value a table writes them as: each
+# one's field comes from the tables (dialects.value_fields), not written here again
+TABLE_FACTS = ("tp", "pp", "cp", "ep", "vpp", "first_stage_layers", "last_stage_layers",
+               "pipeline_split_embedding", "pipeline_split_loss", "sequence_parallel", "tp_comm_overlap",
+               "zero_stage", "distributed_optimizer", "optimizer_states", "main_grads", "micro_batch_size",
+               "gradient_accumulation_steps", "global_batch_size", "precision", "fp8_recipe", "decay",
+               "packing", "lr", "min_lr")
+
+
+@cache
+def _table_fields() -> tuple[tuple[str, str, str, str], ...]:
+    """(fact, its spec field, the field's section and name) for TABLE_FACTS (fields of the
+    typed spec: the rules read them)."""
+    fields = value_fields()  # the tables' spec:/origin: (one field per value name)
+    return tuple((key, fields[key], *fields[key].split(".")) for key in TABLE_FACTS)
+
+
 def spec_facts(spec: Spec) -> dict[str, Fact]:
     """The values the spec gives (with their locations) and the world size."""
-    c, m, p, b, t = spec.cluster, spec.model, spec.parallelism, spec.batch, spec.training
+    c, m, p, b = spec.cluster, spec.model, spec.parallelism, spec.batch
     gpu = presets.gpus()[c.gpu]
     record = framework_of(spec.framework)
     values: dict[str, tuple[Any, str]] = {
@@ -64,43 +82,21 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "ascend": (gpu["vendor"] == "huawei", "cluster.gpu"),
         "gpu": (c.gpu, "cluster.gpu"),
         "world_size": (c.nodes * c.gpus_per_node, "cluster.nodes"),
-        "tp": (p.tp, "parallelism.tp"), "pp": (p.pp, "parallelism.pp"),
-        "cp": (p.cp, "parallelism.cp"), "ep": (p.ep, "parallelism.ep"),
         "etp": (p.etp or p.tp, "parallelism.etp" if p.etp else "parallelism.tp"),
-        "vpp": (p.vpp, "parallelism.vpp"),
-        "first_stage_layers": (p.first_stage_layers, "parallelism.first_stage_layers"),
-        "pipeline_split_embedding": (p.account_for_embedding_in_pipeline_split,
-                                     "parallelism.account_for_embedding_in_pipeline_split"),
-        "pipeline_split_loss": (p.account_for_loss_in_pipeline_split,
-                                "parallelism.account_for_loss_in_pipeline_split"),
-        "last_stage_layers": (p.last_stage_layers, "parallelism.last_stage_layers"),
         "dp_given": (p.dp, "parallelism.dp"),
-        "sequence_parallel": (p.sequence_parallel, "parallelism.sequence_parallel"),
-        "tp_comm_overlap": (p.tp_comm_overlap, "parallelism.tp_comm_overlap"),
-        "zero_stage": (p.zero_stage, "parallelism.zero_stage"),
-        "distributed_optimizer": (p.distributed_optimizer, "parallelism.distributed_optimizer"),
-        "optimizer_states": (t.optimizer_states, "training.optimizer_states"),
-        "main_grads": (t.main_grads, "training.main_grads"),
         "zero_offload": (p.zero_offload, "parallelism.zero_offload"),
         "hybrid_shard": (p.hybrid_shard, "parallelism.hybrid_shard"),
         "launcher": (spec.launch.launcher, "launch.launcher"),
-        "micro_batch_size": (b.micro_batch_size, "batch.micro_batch_size"),
-        "gradient_accumulation_steps": (b.gradient_accumulation_steps,
-                                        "batch.gradient_accumulation_steps"),
-        "global_batch_size": (b.global_batch_size, "batch.global_batch_size"),
         "tokens_per_step": (b.tokens_per_step, "batch.tokens_per_step"),
-        "precision": (t.precision, "training.precision"),
-        "fp8_recipe": (t.fp8_recipe, "training.fp8_recipe"),
         "megatron_version": (spec.megatron.version, "megatron.version"),
-        "decay": (t.decay, "training.decay"),
-        "packing": (spec.data.packing, "data.packing"),
         "exports": (spec.launch.env, "launch.env"),
-        "lr": (t.lr, "training.lr"), "min_lr": (t.min_lr, "training.min_lr"),
         "slurm_time": (spec.slurm.time, "slurm.time"),
         "partition_max_time": (spec.slurm.max_time, "slurm.max_time"),
     }
     for key in MODEL_FACTS:
         values[key] = (getattr(m, key), f"model.{key}")
+    for key, dotted, section, name in _table_fields():
+        values[key] = (getattr(getattr(spec, section), name), dotted)
     for key in ("container_image", "container_mounts", "container_workdir", "output", "error"):
         values[key] = (getattr(spec.slurm, key) or None, f"slurm.{key}")
     values["checkpoint_dir"] = (spec.checkpoint.dir, "checkpoint.dir")  # GL311, GL315

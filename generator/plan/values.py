@@ -98,18 +98,25 @@ def spec_value(spec, dotted: str) -> Any:
     """A spec field's value: the typed spec's, else (a field only a table reads) the document's
     or the model preset's."""
     value: Any = spec
-    parts = dotted.split(".")
-    for depth, part in enumerate(parts):
-        if not hasattr(value, part):
-            section, key = parts[0], parts[-1]
-            if depth == 1 and section == "model" and key not in (spec.doc.data.get("model") or {}):
-                return presets.models().get(spec.model.preset or "", {}).get(key)
-            node: Any = spec.doc.data
-            for name in parts:
-                node = node.get(name) if isinstance(node, dict) else None
-            return node
-        value = getattr(value, part)
+    for part in dotted.split("."):
+        value = getattr(value, part, _ABSENT)
+        if value is _ABSENT:
+            return _untyped(spec, dotted)
     return value
+
+
+_ABSENT = object()
+
+
+def _untyped(spec, dotted: str) -> Any:
+    """A field the typed spec does not hold: as the document gives it, else the model preset."""
+    parts = dotted.split(".")
+    node: Any = spec.doc.data
+    for name in parts:
+        node = node.get(name) if isinstance(node, dict) else None
+    if node is None and parts[0] == "model" and len(parts) == 2:
+        return presets.models().get(spec.model.preset or "", {}).get(parts[1])
+    return node
 
 
 def scheduler_state(plan) -> dict[str, Any]:
