@@ -38,8 +38,6 @@ MISSING = dataclasses.MISSING
 Converter = Callable[[Any, "At"], Any]
 
 
-
-
 class At:
     """Where a value is in the spec, for located errors and for the converters that read another
     setting: the document (None for a model built without one, as import's are) and the path."""
