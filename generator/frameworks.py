@@ -2,9 +2,9 @@
 to, how a spec selects it, how lint recognises it, and which table spells its flags.
 
 The code asks these records (``framework_of(name).deepspeed_engine``); it does not compare
-framework names. Adding a Megatron fork is one ``ArgumentDialect`` here and its table in
-``dialects/megatron.yaml``; the schema's ``framework`` and ``megatron.fork`` enums are held equal
-to these records by a test.
+framework names. Adding a Megatron fork is one ``ArgumentDialect`` here and its table (of the
+same name) in ``dialects/megatron.yaml``; ``python -m generator.docs`` writes the schema's
+``framework`` and ``megatron.fork`` values from these records (a test holds them equal).
 """
 
 from __future__ import annotations
@@ -104,9 +104,9 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
 )}
 
 
-def framework_of(name: str | Framework) -> Framework:
-    """The record of a framework named in a spec, a plan.json or a fact (a record as it is)."""
-    return name if isinstance(name, Framework) else FRAMEWORKS[name]
+def framework_of(name: str) -> Framework:
+    """The record of a framework named in a spec, a plan.json or a fact."""
+    return FRAMEWORKS[name]
 
 
 def frameworks_where(**wanted) -> tuple[str, ...]:
