@@ -27,7 +27,7 @@ from generator.plan.plan import Plan
 from generator.plan.ramp import MAX_ENTRIES, BatchRamp, from_rampup, from_schedule
 from generator.plan.schedule import plan_schedule
 from generator.rules import RULES, Fact, Finding, run_rules
-from generator.spec.model import MODEL_FACTS, Spec
+from generator.spec.model import MODEL_FACTS, RUN_LENGTH, Spec
 from generator.units import slurm_minutes
 
 DERIVED = "derived"
@@ -131,7 +131,7 @@ def resolve(spec: Spec) -> Plan:
                         solved.global_batch_size):
             ramp = _batch_ramp(spec, solved.global_batch_size, facts)
             schedule = plan_schedule(spec.training, solved.global_batch_size, m.seq_length, ramp)
-            given = next(k for k in ("train_iters", "train_samples", "train_tokens")
+            given = next(k for k in RUN_LENGTH
                          if getattr(spec.training, k) is not None)
             facts["train_iters"] = Fact(schedule.train_iters, spec.where(f"training.{given}"))
             facts["warmup_iters"] = Fact(schedule.warmup_iters, spec.where("training.warmup"))

@@ -29,6 +29,7 @@ from generator.lint.engine import Run, lint_texts
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.readers.launch import trainer_words
 from generator.rules import Finding
+from generator.spec.model import RUN_LENGTH
 from generator.spec.schema import spec_schema
 from generator.values import record
 
@@ -249,7 +250,7 @@ def _batch(draft: Draft, framework: str) -> None:
 
 def _required(draft: Draft) -> None:
     if not any(draft.get(f"training.{k}") is not None or f"training.{k}" in draft.marks
-               for k in ("train_tokens", "train_iters", "train_samples")):
+               for k in RUN_LENGTH):
         draft.unknown("training.train_iters", "no run length (--train-iters, --train-samples, "
                       "--max_steps or a scheduler's total_num_steps)")
     if draft.get("training.lr") is None and "training.lr" not in draft.marks:

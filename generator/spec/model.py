@@ -264,9 +264,10 @@ class Training:
     """The spec's training section: precision, length, optimizer, schedule, recompute."""
 
     precision: str
-    train_tokens: int | None
-    train_iters: int | None
-    train_samples: int | None
+    # the run's length: exactly one is given (the schema says so); a stage gives its own
+    train_tokens: int | None = field(metadata={"run_length": True})
+    train_iters: int | None = field(metadata={"run_length": True})
+    train_samples: int | None = field(metadata={"run_length": True})
     lr: float | None  # None: derived from lr_scaling
     min_lr: float
     warmup: Warmup = converted(_warmup)
@@ -535,7 +536,7 @@ def load_document(path: Path, display: str | None = None, overrides: tuple[str, 
     return doc
 
 
-STAGE_RUN_LENGTH = ("train_tokens", "train_iters", "train_samples")
+RUN_LENGTH = fields_of(Training, run_length=True)
 
 
 def stage_documents(spec: Spec) -> list[tuple[str, Document]]:
@@ -551,8 +552,8 @@ def stage_documents(spec: Spec) -> list[tuple[str, Document]]:
                 data[merged] = {**data.get(merged, {}), **stage[merged]}
         if "batch" in stage:
             data["batch"] = copy.deepcopy(stage["batch"])
-        data["training"] = {k: v for k, v in data["training"].items() if k not in STAGE_RUN_LENGTH}
-        data["training"].update({k: stage[k] for k in STAGE_RUN_LENGTH if k in stage})
+        data["training"] = {k: v for k, v in data["training"].items() if k not in RUN_LENGTH}
+        data["training"].update({k: stage[k] for k in RUN_LENGTH if k in stage})
         data["name"] = f"{spec.name}-{stage['name']}"
         doc = Document(spec.doc.file, data, spec.doc.root, spec.doc.digest)
         validate(doc)
