@@ -71,6 +71,11 @@ class Framework:
     def uses_trainer(self, launcher: str) -> bool:
         return self.trainer == "always" or (self.trainer == "accelerate" and launcher == "accelerate")
 
+    def own_script(self, launcher: str) -> bool:
+        """Whether the user's own training script reads the run's arguments (plain DeepSpeed not
+        launched through accelerate): gen-launch writes no table's flags for it."""
+        return self.plain_deepspeed and not self.uses_trainer(launcher)
+
 
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
     Framework("megatron-lm", "Megatron-LM",

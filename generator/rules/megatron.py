@@ -272,8 +272,7 @@ def packing_framework(packing: bool, framework: str, launcher: str | None = None
     pipeline. Fix: pack there, or use a Megatron framework or the accelerate launcher.
 
     Example: data.packing true with framework deepspeed and launcher torchrun."""
-    record = framework_of(framework)
-    if not packing or not record.plain_deepspeed or record.uses_trainer(launcher):
+    if not packing or not framework_of(framework).own_script(launcher):
         return None
     return ("data.packing renders nothing for plain DeepSpeed: pack in the training script's data "
             "pipeline (documents must not attend to each other)", ("packing", "framework"))

@@ -419,9 +419,7 @@ def _entry_point_arguments(given: dict, at: At) -> tuple[tuple[str, str], ...]:
     if not given:
         return ()
     doc, data = at.doc, _with_defaults(at.doc.data, spec_schema())
-    framework = framework_of(data["framework"])
-    plain = framework.plain_deepspeed and not framework.uses_trainer(data["launch"]["launcher"])
-    if given and not plain:
+    if not framework_of(data["framework"]).own_script(data["launch"]["launcher"]):
         raise UserError(f"$.launch.arguments: framework {data['framework']} with launcher "
                         f"{data['launch']['launcher']} writes the run's fields as its own arguments; "
                         "launch.arguments is for a plain DeepSpeed entry point (remove it)",
