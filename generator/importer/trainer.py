@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from generator.dialects import dialect
+from generator.frameworks import framework_of
 from generator.importer.draft import Draft
 from generator.importer.megatron import (
     flag_value,
@@ -87,9 +88,10 @@ def read_accelerate(facts: dict[str, Fact], draft: Draft, nodes: int | None) -> 
     mixed = value("accelerate_mixed_precision")
     if mixed in ("bf16", "fp16") and draft.get("training.precision") in (None, "fp32"):
         draft.set("training.precision", mixed)  # accelerate's mixed precision, the Trainer's flags absent
-    if value("accelerate_framework") != "fsdp":
+    framework = value("accelerate_framework")
+    if framework is None or not framework_of(framework).fsdp:
         return
-    draft.set("framework", "fsdp")
+    draft.set("framework", framework)
     reshard = value("accelerate_reshard_after_forward")
     draft.set("parallelism.zero_stage", 2 if reshard is False else 3)
     if value("accelerate_offload_params"):
