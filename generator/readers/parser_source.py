@@ -456,7 +456,7 @@ def _is_generator(receiver: ast.expr, generators: set[str]) -> bool:
     return isinstance(receiver, ast.Call) and _last_name(receiver.func) in _GENERATORS
 
 
-_READS = re.compile(r"""(?:\bargs|get_args\(\))\.(\w+)(?!\s*=[^=])"""
+_READS = re.compile(r"""(?:\bargs|get_args\(\))\.(\w+)\b(?!\s*=[^=])"""
                     r"""|\b(?:get|has)attr\(\s*(?:self\.)?args\s*,\s*['"](\w+)['"]""")
 
 
