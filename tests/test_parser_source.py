@@ -335,8 +335,13 @@ def test_attribute_reads():
         if args.rank == 0:
             pass
         other.config.seq_length
+        margs.iteration, cli_args.lr, parse_args().seed
+        if hasattr(self.args, 'moe_grouped_gemm'):
+            pass
         """)
-    assert attribute_reads(text) == {"fp16", "bf16", "micro_batch_size", "use_flash_attn", "rank"}
+    assert attribute_reads(text) == {"fp16", "bf16", "micro_batch_size", "use_flash_attn", "rank",
+                                     "moe_grouped_gemm"}
+    assert attribute_reads("args.lr") == {"lr"}
     assert attribute_reads("import os\n") == frozenset()
 
 

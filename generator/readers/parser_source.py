@@ -61,7 +61,8 @@ class ParserSource:
     """What one Python file's argparse calls define. ``complete`` speaks for this file only: the
     options of ``delegates`` (functions from elsewhere given the parser) are not in ``options``.
     ``ignores_unknown``: True when the file parses with ``parse_known_args`` only (unknown flags
-    are no error), "conditional" when it has both, None when it parses nothing."""
+    are no error), "conditional" when it has both (behind a condition, as Megatron's
+    ``ignore_unknown_args``), None when it parses nothing."""
 
     path: str
     options: dict[str, tuple]  # flag -> (dest, arity, choices, kind, default): Catalogue.defined
@@ -153,18 +154,16 @@ class _Reader(ast.NodeVisitor):
                 continue
             if _is_generator(receiver, self.generators):
                 continue  # its factory's gap says it
-            owner = callee.rsplit(".", 2)[-2:-1]
-            if owner and owner[0][:1].isupper():  # SomeConfig.add_arguments(parser)
+            owner = callee.removesuffix("(...)").rpartition(".")[0].rpartition(".")[2]
+            if owner[:1].isupper():  # SomeConfig.add_arguments(parser): a class, not a module
                 self.gap(line, f"options generated from a config class ({callee}(...))")
             else:
                 delegates.append((self._origin(callee), line))
-        abbrev = set(self.abbrev)
-        known, strict = "parse_known_args" in self.parse_calls, "parse_args" in self.parse_calls
+        abbrev = set(self.abbrev)  # one answer when every ArgumentParser(...) of the file agrees
         return ParserSource(
             self.path, self.options, self.lines, tuple(self.gaps), tuple(dict.fromkeys(delegates)),
             tuple(self.unknown_choices), tuple(self.conditional), abbrev.pop() if len(abbrev) == 1 else None,
-            "conditional" if known and strict else True if known else False if strict else None,
-            tuple(self.adding))
+            _ignores_unknown(self.parse_calls), tuple(self.adding))
 
     def _origin(self, dotted: str) -> str:
         head, _, rest = dotted.partition(".")
@@ -276,7 +275,7 @@ class _Reader(ast.NodeVisitor):
             abbrev = True if keyword is None else self.constant(keyword)
             self.abbrev.append(abbrev if isinstance(abbrev, bool) else None)
         elif called in _GENERATORS:
-            made = ", ".join(_last_name(a) or "..." for a in node.args[:1])
+            made = (_last_name(node.args[0]) or "...") if node.args else ""
             self.gap(node.lineno, f"options generated from dataclass fields ({called}({made}))")
         else:
             names = {a.id for a in (*node.args, *(k.value for k in node.keywords)) if isinstance(a, ast.Name)}
@@ -416,6 +415,13 @@ _VISITS = {getattr(ast, name[len("visit_"):]): method for name, method in vars(_
            if name.startswith("visit_") and name != "visit_"}
 
 
+def _ignores_unknown(parse_calls: set[str]) -> bool | Literal["conditional"] | None:
+    known, strict = "parse_known_args" in parse_calls, "parse_args" in parse_calls
+    if known and strict:
+        return "conditional"  # Megatron's `if ignore_unknown_args: parse_known_args() else: ...`
+    return True if known else False if strict else None
+
+
 def _callee(func: ast.expr) -> str:
     """A called function's dotted name; an instance made and called at once (``Action(...)(parser,
     ...)``) by its class's name with "(...)"."""
@@ -456,16 +462,28 @@ def _is_generator(receiver: ast.expr, generators: set[str]) -> bool:
     return isinstance(receiver, ast.Call) and _last_name(receiver.func) in _GENERATORS
 
 
-_READS = re.compile(r"""(?:\bargs|get_args\(\))\.(\w+)\b(?!\s*=[^=])"""
-                    r"""|\b(?:get|has)attr\(\s*(?:self\.)?args\s*,\s*['"](\w+)['"]""")
+# each begins with a literal, which lets the regular expression engine skip to it (a leading \b
+# or alternation makes it try every position: ~30 times slower); the word boundary before
+# "args" is checked on each match instead
+_READS = re.compile(r"""args(\(\))?\.(\w+)\b(?!\s*=[^=])""")
+_GETATTR = re.compile(r"""attr\(\s*(?:self\.)?args\s*,\s*['"](\w+)['"]""")
 
 
 def attribute_reads(text: str) -> frozenset[str]:
     """The attribute names a Python file reads as ``args.NAME`` (``self.args.NAME`` included),
-    ``get_args().NAME`` or ``getattr(args, "NAME", ...)``. A regular expression, not a parse:
-    it runs over every file of a tree. It errs toward "read" (a mention in a comment or string
-    counts, as does a target of a tuple assignment), never toward "unread": a plain assignment
-    ``args.NAME = ...`` is the only use it leaves out."""
+    ``get_args().NAME`` or ``getattr(args, "NAME", ...)`` (``hasattr`` too). Regular
+    expressions, not a parse: this runs over every file of a tree. It errs toward "read" (a
+    mention in a comment or a string counts, as does a target of a tuple assignment), never
+    toward "unread": a plain assignment ``args.NAME = ...`` is the only use it leaves out."""
     if "args" not in text:
         return frozenset()
-    return frozenset(a or b for a, b in _READS.findall(text))
+    names = {m[2] for m in _READS.finditer(text) if _whole(text, m)}
+    return frozenset(names.union(_GETATTR.findall(text)))
+
+
+def _whole(text: str, match: re.Match) -> bool:
+    """``args.NAME`` at the start of a word (not ``margs.NAME``), or ``get_args().NAME``."""
+    before = text[max(0, match.start() - 4):match.start()]
+    if match[1]:
+        return before == "get_"
+    return not before or not (before[-1].isalnum() or before[-1] == "_")
