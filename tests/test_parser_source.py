@@ -68,12 +68,13 @@ def test_choices_as_the_command_line_spells_them():
         parser.add_argument('--level', type=int, choices=range(0, 3))
         parser.add_argument('--backend', choices=list(AttnBackend))
         parser.add_argument('--act', choices=ACTIVATIONS.keys())
+        parser.add_argument('--odd', choices=range(0, 3, 0))
         """)
     source = read(text)
     assert {flag: entry[2] for flag, entry in source.options.items()} == {
         "--impl": ("local", "te"), "--stage": ("0", "1", "2"), "--level": ("0", "1", "2"),
-        "--backend": None, "--act": None}
-    assert source.unknown_choices == ("--backend", "--act")
+        "--backend": None, "--act": None, "--odd": None}
+    assert source.unknown_choices == ("--backend", "--act", "--odd")
     assert source.complete  # the option set is known; only those choices are not
 
 

@@ -364,7 +364,8 @@ class _Reader(ast.NodeVisitor):
         items = self.constant(node.elts if isinstance(node, ast.Set) else node)
         if isinstance(node, ast.Call) and _last_name(node.func) == "range" and not node.keywords:
             bounds = [self.constant(a) for a in node.args]
-            if 1 <= len(bounds) <= 3 and all(type(b) is int for b in bounds) and len(range(*bounds)) <= 1000:
+            valid = 1 <= len(bounds) <= 3 and all(type(b) is int for b in bounds) and bounds[2:] != [0]
+            if valid and len(range(*bounds)) <= 1000:
                 items = range(*bounds)
         if isinstance(items, tuple | list | range) and _UNKNOWN not in items:
             return tuple(str(c) for c in items)
@@ -412,7 +413,7 @@ def _kind(node: ast.expr | None) -> str | None:
 
 _LEAVES = frozenset({ast.Constant, ast.Name, ast.Load, ast.Store, ast.Del, ast.Pass})
 _VISITS = {getattr(ast, name[len("visit_"):]): method for name, method in vars(_Reader).items()
-           if name.startswith("visit_") and name != "visit_"}
+           if name.startswith("visit_")}
 
 
 def _ignores_unknown(parse_calls: set[str]) -> bool | Literal["conditional"] | None:
