@@ -293,6 +293,10 @@ def lint(
                       "(GL0, GL004); repeat or separate with commas.")] = None,
     ignore: Annotated[list[str] | None, typer.Option(
         "--ignore", help="Skip these codes or prefixes.")] = None,
+    dialect: Annotated[str | None, typer.Option(
+        "--dialect", help="The parser every script runs (megatron-lm, megatron-lm@core_v0.14, "
+        "megatron-deepspeed/microsoft, …), over the project's configuration and the repository's "
+        "own parser.")] = None,
 ) -> None:
     """Find batch and parallelism inconsistencies in existing launch files (static: nothing runs).
     Exit 0 clean, 1 errors found (an unreadable file is one: GL900), 2 usage errors."""
@@ -304,7 +308,7 @@ def lint(
         def codes(values: list[str] | None) -> list[str]:
             return [c.strip().upper() for v in values or [] for c in v.split(",") if c.strip()]
 
-        report = lint_paths(paths, codes(select), codes(ignore))
+        report = lint_paths(paths, codes(select), codes(ignore), dialect)
         rendered = REPORTERS[output_format.value](report.items)
         if output is not None:
             try:
@@ -314,10 +318,7 @@ def lint(
         else:
             sys.stdout.write(rendered)
         if output_format is LintFormat.text:
-            notes = sum(1 for i in report.items if i.level == "note")
-            typer.echo(f"{report.files} file(s) checked, {report.errors} error(s), "
-                       f"{len(report.items) - report.errors - notes} warning(s)"
-                       + (f", {notes} note(s)" if notes else ""), err=True)
+            typer.echo(report.summary(), err=True)
         return 1 if report.errors else 0
 
     code = _guarded(run)

@@ -311,6 +311,23 @@ def megatron_dialect_names() -> tuple[str, ...]:
     return tuple(_tables())
 
 
+def dialect_names() -> tuple[str, ...]:
+    """What a user may declare as the parser a script runs (``gen-launch lint --dialect``, a
+    project's configuration): each dialect, and a release-tracking one at each release
+    ("megatron-lm@core_v0.14")."""
+    out = []
+    for name, table in _tables().items():
+        out.append(name)
+        out += [f"{name}@{release}" for release in table.get("releases", {})]
+    return tuple(out)
+
+
+def dialect_named(text: str) -> Dialect:
+    """The dialect a declared name stands for ("megatron-lm@core_v0.14": at that release)."""
+    name, _, release = text.partition("@")
+    return dialect(name, release or None)
+
+
 def table_entries(name: str) -> tuple[Entry, ...]:
     """Every entry of a table, whatever release it is for."""
     return tuple(_entry(item) for item in _items()[name] if set(item) != {"group"})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from generator.readfile import Refused, read_capped
 
-SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".json", ".yaml", ".yml")
+SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".json", ".conf", ".yaml", ".yml")
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
              ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages"}
 MAX_BYTES = 2 << 20

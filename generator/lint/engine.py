@@ -20,6 +20,7 @@ from generator.rules import Fact, Finding, run_rules
 from generator.values import record
 
 SCRIPT_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+CONFIG_SUFFIXES = (".json", ".conf")  # DeepSpeed configs are JSON whatever their name
 
 
 @record
@@ -38,29 +39,51 @@ class LintResult:
     findings: list[Finding] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (location, what was not followed)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (location, why a file is not read)
+    missing: list[tuple[str, str]] = field(default_factory=list)  # (location, a named file that is nowhere)
     runs: list[Run] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it holds no launch)
+
+
+class Context:
+    """Where the texts live: the repository root a script's relative paths are resolved from
+    (``root``, in the texts' own namespace) and the parser its entry point runs (``parser``).
+    In memory (the generator linting its own output) there is neither."""
+
+    def root(self, name: str) -> str | None:
+        return None
+
+    def parser(self, name: str, facts: dict[str, Fact]):
+        return None
 
 
 def is_script(name: str, text: str) -> bool:
     return name.endswith(SCRIPT_SUFFIXES) or text.startswith("#!") or "\n#SBATCH" in text
 
 
-def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
+def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None) -> LintResult:
     """Lint files given as {path: text}; ``extra(path)`` may supply other files on demand
-    (sourced scripts, referenced JSON) as (path, text) or None."""
+    (sourced scripts, referenced JSON) as (path, text) or None; ``context`` says where they live."""
     result = LintResult()
     used_json: set[str] = set()
+    context = context or Context()
+
+    def bases(near: str) -> list[str]:
+        """Where a relative path a script names is looked for, as the script runs: the
+        repository root and the folders the script cds into, then the script's own folder."""
+        folder = posixpath.dirname(near)
+        root = context.root(near)
+        return list(dict.fromkeys([*([root] if root is not None else []), folder]))
 
     def find(path_text: str, near: str) -> tuple[str, str] | None:
         if not path_text:
             return None
-        folder = posixpath.dirname(near)
-        if UNKNOWN in path_text:  # e.g. "${DIR}/ds.json": look beside the script by file name
+        if UNKNOWN in path_text:  # e.g. "${DIR}/ds.json": look by the known tail
             tail = path_text.rsplit(UNKNOWN, 1)[-1].lstrip("/")
-            candidates = [posixpath.join(folder, tail)] if tail else []
+            candidates = [posixpath.join(base, tail) for base in bases(near)] if tail else []
+        elif posixpath.isabs(path_text):
+            candidates = [path_text]
         else:
-            candidates = [path_text if posixpath.isabs(path_text) else posixpath.join(folder, path_text),
-                          path_text]
+            candidates = [posixpath.join(base, path_text) for base in bases(near)]
         for candidate in candidates:
             candidate = posixpath.normpath(candidate)
             if candidate in texts:
@@ -78,22 +101,39 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
         return found
 
     # scripts that source others first, so that a sourced file is read as part of its script
-    scripts = sorted((n for n, t in texts.items() if not n.endswith(".json") and is_script(n, t)),
+    scripts = sorted((n for n, t in texts.items() if not n.endswith(CONFIG_SUFFIXES) and is_script(n, t)),
                      key=lambda n: "source " not in texts[n])
 
     def named(path: str, what: str, source: str, near: str, problems: list) -> tuple[str, str] | None:
-        """The file a script names (marked as read with it), or a note that it is not there."""
+        """The file a script names (marked as read with it); a warning that it exists nowhere
+        (a relative path, written out, that the script does not make), else a note that it
+        could not be resolved (run-time parts, a path outside the repository)."""
         found = find(path, near)
-        if found is None:
+        if found is not None:
+            used_json.add(found[0])
+        elif UNKNOWN in path or posixpath.isabs(path) or context.root(near) is None or \
+                _made_by(texts.get(near, ""), path):
             problems.append((source, f"{what} {path.replace(UNKNOWN, '…')} not found; its values "
                                      "are not checked"))
-        else:
-            used_json.add(found[0])
+        elif problems is result.problems:  # the script's own reading, not one of its alternatives
+            root, folder = posixpath.normpath(context.root(near)), posixpath.dirname(near) or "."
+            looked = f"the repository root ({root})"
+            if folder != root:
+                looked += f" or the script's folder ({folder})"
+            result.missing.append((source, f"{what} {path} exists nowhere: not under {looked}, where the "
+                                           "script runs it; the run would fail to open it"))
         return found
 
     def run_of(name: str, read, problems: list) -> Run:
-        """The run a reading of a script implies, with the configs it names or writes."""
+        """The run a reading of a script implies, with the configs it names or writes, and the
+        parser its entry point runs where the context knows it."""
         run = Run(name, dict(read.facts))
+        parser = context.parser(name, run.facts)
+        if parser is not None:
+            where = run.facts["megatron_dialect"].source
+            run.facts["megatron_parser"] = Fact(parser, where)
+            if parser.dialect is not None:
+                run.facts["megatron_dialect"] = Fact(parser.dialect, where)
         for path, source in read.accelerate_refs:
             if (found := named(path, "accelerate config", source, name, problems)) is None:
                 continue
@@ -148,17 +188,24 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
         result.problems += read.problems
         run = run_of(name, read, result.problems)
         result.runs.append(run)
+        if not run.facts:
+            result.skipped.append((name, "no launch recognised"))
+        elif (note := _unchecked(run)) is not None:
+            result.problems.append(note)
         scenarios = _scenarios(read.undecided)
         if scenarios:
             alternatives = [(label, run_of(name, read_launch(text, name, resolve, decide), []))
                             for label, decide in _labelled(scenarios, read.undecided)]
             branched.append((run, alternatives))
     for name, text in texts.items():
-        if name.endswith(".json") and name not in used_json:
+        if name.endswith(CONFIG_SUFFIXES) and name not in used_json:
             ds = read_deepspeed_json(text, name)
             # JSON no script names is checked when it looks like a DeepSpeed config or is not
-            # JSON at all; other JSON (plan.json, a sweep's index.json) is not a launch file
-            if ds.looks_like_deepspeed or (ds.problems and not ds.parsed):
+            # JSON at all; other JSON (plan.json, a sweep's index.json) is not a launch file,
+            # nor is a .conf file that is not a DeepSpeed config
+            if not name.endswith(".json") and not ds.looks_like_deepspeed:
+                result.skipped.append((name, "not a DeepSpeed config"))
+            elif ds.looks_like_deepspeed or (ds.problems and not ds.parsed):
                 if ds.parsed:
                     result.problems += ds.problems
                 elif _TEMPLATE.search(text):  # placeholders a script fills in (sed): not a config yet
@@ -167,6 +214,8 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
                 else:
                     result.unreadable += ds.problems
                 result.runs.append(Run(name, {}, ds.facts))
+            else:
+                result.skipped.append((name, "JSON that is not a DeepSpeed config"))
     for name, text in texts.items():
         if name.endswith((".yml", ".yaml")) and name not in used_json and looks_like_neox_config(text):
             facts, problems = read_neox_config(text, name)
@@ -180,6 +229,30 @@ def lint_texts(texts: dict[str, str], extra=None) -> LintResult:
         else:
             result.findings += check_run(run)
     return result
+
+
+_SIZES = ("micro_batch_size", "global_batch_size", "tp", "pp", "num_layers", "hidden_size",
+          "world_size", "nodes", "procs_per_node")
+
+
+def _unchecked(run: Run) -> tuple[str, str] | None:
+    """A GL901 note for a script that starts a training entry point but gave no batch or layout
+    value to check (its arguments come from positional parameters, a file, the environment):
+    nothing goes unchecked without a word."""
+    entry = run.facts.get("entrypoint")
+    if entry is None or run.ds_facts or any(name in run.facts for name in _SIZES):
+        return None
+    argv = run.facts.get("entry_argv")
+    given = "no arguments" if argv is None or not argv.value else "only arguments lint cannot read"
+    shown = (entry.value or "?").replace(UNKNOWN, "…")
+    return (entry.source, f"{shown} is started with {given} (no batch, parallel or model size): the "
+                          "batch and layout checks did not run")
+
+
+def _made_by(script: str, path: str) -> bool:
+    """Whether a script writes a file it names itself (a redirect, cp, a generator): its name
+    appears more than once."""
+    return script.count(posixpath.basename(path)) > 1
 
 
 _TEMPLATE = re.compile(r'":\s*[A-Z][A-Z0-9_]{2,}\s*[,}\n]')  # "train_batch_size": CONFIG_BATCH_SIZE,

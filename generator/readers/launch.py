@@ -440,6 +440,9 @@ class _Reader:
         if not flags:
             return
         self.out.facts["megatron_flags"] = Fact(flags, self.src(entry))
+        self.out.facts["megatron_flag_values"] = Fact(
+            {option.flag: tuple(None if t is None or UNKNOWN in t else t for t in option.texts(texts))
+             for option in options if option.values}, self.src(entry))
         int_flags, switch_flags, hints = _megatron_reading()
         megatron = trainer_texts is None and bool(hints & set(flags))
         read: set[str] = set()
@@ -516,11 +519,24 @@ class _Reader:
                       min(exported)[0])
             ascend = [offset for offset, name, _ in sorted(exported) if name.startswith(("HCCL_", "ASCEND_"))]
             self.fact("ascend", bool(ascend), ascend[0] if ascend else min(exported)[0])
+        self.search_paths()
         used: dict[str, str] = {}
         for name, offset in _batch_shell_slurm_variables(self.script.text):
             used.setdefault(name, self.src(offset))
         if used:
             self.out.facts["slurm_variables"] = Fact(used, next(iter(used.values())))
+
+    def search_paths(self) -> None:
+        """The folders the script's Python may come from, as written (UNKNOWN for run-time parts):
+        each ``cd`` target, then each PYTHONPATH entry; lint finds the parser the script runs
+        there (lint/repository.py)."""
+        found = [(c.argv[1].text, c.offset) for c in self.script.commands
+                 if len(c.argv) == 2 and c.argv[0].text == "cd" and c.argv[1].text]
+        var = self.script.variables.get("PYTHONPATH")
+        if var is not None and var.scalar().text:
+            found += [(part, var.offset) for part in var.scalar().text.split(":") if part.strip(UNKNOWN)]
+        if found:
+            self.fact("search_paths", tuple(dict.fromkeys(p for p, _ in found)), found[0][1])
 
     def world(self) -> None:
         f = self.out.facts

@@ -42,6 +42,10 @@ CODES: dict[str, str] = {
     "GL220": "dialect",
     "GL221": "dialect",
     "GL223": "dialect",
+    # generator/rules/flags.py
+    "GL201": "flags",
+    "GL222": "flags",
+    "GL227": "flags",
     # generator/rules/fsdp.py
     "GL112": "fsdp",
     "GL113": "fsdp",
@@ -57,8 +61,6 @@ CODES: dict[str, str] = {
     "GL102": "launch",
     "GL103": "launch",
     "GL105": "launch",
-    "GL201": "launch",
-    "GL222": "launch",
     "GL202": "launch",
     "GL203": "launch",
     "GL301": "launch",
@@ -90,6 +92,7 @@ CODES: dict[str, str] = {
     "GL900": "reading",
     "GL901": "reading",
     "GL902": "reading",
+    "GL903": "reading",
     # generator/rules/resume.py
     "GL313": "resume",
     # generator/rules/slurm.py

@@ -1,15 +1,15 @@
 """Rules over launch scripts and their configs (the linter's contract): GL004-GL007 batch and
-allocation agreement, GL101-GL105 DeepSpeed config, GL201-GL204 Megatron flags, GL301-GL303
+allocation agreement, GL101-GL105 DeepSpeed config, GL202-GL204 Megatron flags, GL301-GL303
 Slurm headers. They need facts only a script or a DeepSpeed JSON provides, so on a plan from a
 spec most of them have nothing to check."""
 
 from __future__ import annotations
 
 from generator.data import load
-from generator.dialects import dialect, judge_flags, plausible
+from generator.dialects import dialect
 from generator.dialects.keyed import keyed_dialect
-from generator.frameworks import framework_of, on_vendor
-from generator.rules.registry import Uncertain, rule
+from generator.frameworks import framework_of
+from generator.rules.registry import rule
 
 
 @rule("GL004", "deepspeed-megatron-disagree",
@@ -174,12 +174,15 @@ def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None =
     Trainer (a script passing ``--deepspeed cfg.json`` with TrainingArguments) and accelerate
     fill in a fixed set of keys (batch sizes, clipping, optimizer and scheduler parameters,
     fp16/bf16 enabled, ZeRO bucket sizes); an "auto" elsewhere (``zero_optimization.stage``)
-    reaches DeepSpeed as it is. Fix: write the numbers (gen-launch computes them).
+    reaches DeepSpeed as it is. A config linted alone, with no script naming it, is judged as the
+    Trainer's: its "auto" values are what a Trainer config is written with. Fix: write the numbers
+    (gen-launch computes them).
 
     Example: "zero_optimization": {"stage": "auto"} in a config passed to deepspeed.initialize."""
     table = keyed_dialect("deepspeed").table
     dropped, fills = table["auto_dropped_sections"], set(table["trainer_fills"])
-    hf = launcher == "accelerate" or bool(trainer)
+    alone = launcher is None and framework is None and trainer is None
+    hf = launcher == "accelerate" or bool(trainer) or alone  # alone: "auto" is the Trainer's mark
     for path, source in ds_auto:
         if hf and path in fills:
             continue
@@ -190,9 +193,8 @@ def ds_auto(ds_auto: tuple, launcher: str | None = None, framework: str | None =
         if hf:
             return (f"\"auto\" at {path}: the HF Trainer and accelerate do not fill this key; "
                     "DeepSpeed fails on it", (), (path, source))
-        if framework is not None or launcher is not None:
-            return (f"\"auto\" at {path}: only the HF Trainer / accelerate fill it in; DeepSpeed "
-                    "fails on it", (), (path, source))
+        return (f"\"auto\" at {path}: only the HF Trainer / accelerate fill it in; DeepSpeed "
+                "fails on it", (), (path, source))
     return None
 
 
@@ -239,62 +241,6 @@ def ds_scheduler(ds_scheduler: tuple) -> str | None:
     if isinstance(total, int) and isinstance(warmup, int) and warmup >= total:
         return f"warmup_num_steps {warmup} is not shorter than total_num_steps {total}"
     return None
-
-
-@rule("GL201", "megatron-removed-flag",
-      "A Megatron flag that the script's own dialect (fork, release) removed, renamed or refuses.")
-def removed_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | None = None,
-                 entrypoint: str | None = None) -> str | None:
-    """Each flag is judged by the dialect the script is written in (detected from what it passes:
-    --deepspeed and the fork whose parser defines its flags for Megatron-DeepSpeed, MindSpeed's
-    switches or an Ascend environment for MindSpeed-LLM, else current Megatron-LM): a flag that
-    dialect's parser does not define but an older release or another fork does is refused at
-    start-up ("unrecognized arguments"); some defined flags are refused by validation
-    (--checkpoint-activations in Megatron-LM); those accepted and ignored are notes (GL222). A
-    flag valid in the fork the script targets is not reported. Fix: the replacement named.
-
-    Example: --checkpoint-activations in a Megatron-LM script (use --recompute-activations);
-    --recompute-granularity full in a script for BLOOM's fork (use --checkpoint-activations)."""
-    return _judged(megatron_flags, megatron_dialect, ascend, no_ops=False, entrypoint=entrypoint)
-
-
-@rule("GL222", "megatron-no-op-flag",
-      "A Megatron flag that the script's own dialect accepts and ignores.", severity="note")
-def no_op_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | None = None) -> str | None:
-    """Some flags stay in a parser after what they switched became the default or moved
-    elsewhere: ``--use-mcore-models`` (mcore models are the only ones), ``--use-flash-attn``
-    (``--attention-backend`` chooses), ``--use-dist-ckpt``. The job runs as if they were not
-    there, so this is a note, not an error (NVIDIA's own example scripts still pass them).
-    Fix: remove them, or use the option named.
-
-    Example: --use-mcore-models in a Megatron-LM core_v0.16 script."""
-    return _judged(megatron_flags, megatron_dialect, ascend, no_ops=True)
-
-
-def _judged(megatron_flags: dict, megatron_dialect: str, ascend: bool | None, no_ops: bool,
-            entrypoint: str | None = None):
-    """Flags the dialect refuses: an error when every dialect the flags fit as well refuses
-    them too, else a warning naming where they are fine. A flag defined only by another
-    dialect is left alone for an entry point other than pretrain_*.py (tasks/main.py and
-    fine-tuning scripts add options of their own)."""
-    name = on_vendor(megatron_dialect, "huawei" if ascend else None)
-    flags = list(megatron_flags)
-    own_options = entrypoint is not None and not entrypoint.rsplit("/", 1)[-1].startswith("pretrain_")
-    problems = judge_flags(dialect(name), flags, no_ops=no_ops, elsewhere=not own_options)
-    if not problems:
-        return None
-    others = plausible(set(flags), dialect(name))[1:]
-    fine = {flag: [str(d) for d in others if flag in d.catalogue and not judge_flags(d, [flag], no_ops)]
-            for flag, _ in problems}
-    sure = [(flag, why) for flag, why in problems if not fine[flag]]
-    shown = sure or problems
-    first = shown[0][0]
-    listed = "; ".join(f"{flag} {why}" for flag, why in shown)
-    if sure or no_ops:
-        return (listed, (), (first, megatron_flags[first]))
-    where = ", ".join(dict.fromkeys(d for flag, _ in problems for d in fine[flag]))
-    return (Uncertain(f"{listed} (fine in {where}, which the script's flags fit as well: it does "
-                      "not say which it runs)"), (), (first, megatron_flags[first]))
 
 
 @rule("GL202", "query-groups-without-gqa",

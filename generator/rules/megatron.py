@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from generator.dialects import capable, dialect, title_of
 from generator.frameworks import framework_of
-from generator.rules.registry import rule
+from generator.rules.flags import fork_flags, script_dialect
+from generator.rules.registry import Uncertain, rule
 from generator.rules.suggest import divisors, nearest, or_list
 
 
@@ -33,7 +34,8 @@ def heads_tp(num_attention_heads: int, tp: int, num_query_groups: int | None = N
       "Layers must divide evenly over the pipeline stages and their virtual stages.")
 def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None,
               first_stage_layers: int | None = None, last_stage_layers: int | None = None,
-              pipeline_split_embedding: bool = False, pipeline_split_loss: bool = False) -> str | None:
+              pipeline_split_embedding: bool = False, pipeline_split_loss: bool = False,
+              megatron_flags: dict | None = None, megatron_dialect: str | None = None) -> str | None:
     """Megatron-LM: ``Number of layers should be divisible by the pipeline-model-parallel size``
     (megatron-core ≤ 0.9 silently dropped the remainder), and with interleaving ``number of
     layers per pipeline stage must be divisible number of layers per virtual pipeline stage``.
@@ -42,15 +44,31 @@ def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None,
     With ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``
     the embedding and the loss count as one layer each: num_layers + 1 (+ 1) must divide (and
     they exclude first/last stage counts: Megatron raises ValueError).
-    Megatron-DeepSpeed's pipeline engine balances layers itself, so this is megatron-lm only.
+    Megatron-DeepSpeed's pipeline engine balances layers itself, so this is megatron-lm only. A
+    fork may split the layers its own way (``--pipeline-model-parallel-method block`` with a
+    list of stage sizes): a script passing pipeline flags its dialect does not define gets a
+    warning, not an error.
     Fix: a pp (and vpp) that divides the layers, first/last stage layer counts, or counting the
     embedding and loss in the split.
 
     Example: --num-layers 95 with --pipeline-model-parallel-size 16."""
     if not framework_of(framework).megatron_core:
         return None
-    vpp = vpp or 1
-    counted = int(bool(pipeline_split_embedding)) + int(bool(pipeline_split_loss))
+    message = _even_layers(num_layers, pp, vpp or 1, first_stage_layers, last_stage_layers,
+                           int(bool(pipeline_split_embedding)) + int(bool(pipeline_split_loss)))
+    if message is None:
+        return None
+    involved = ("num_layers", "pp", "framework", "vpp", "first_stage_layers", "last_stage_layers",
+                "pipeline_split_embedding", "pipeline_split_loss")
+    forked = fork_flags(megatron_flags, megatron_dialect, "pipeline")
+    if forked:
+        message = Uncertain(f"{message} (unless the fork splits them otherwise: the script passes "
+                            f"{', '.join(forked)}, which {script_dialect(megatron_dialect)} does not define)")
+    return message, involved
+
+
+def _even_layers(num_layers: int, pp: int, vpp: int, first_stage_layers: int | None,
+                 last_stage_layers: int | None, counted: int) -> str | None:
     if counted and (first_stage_layers is not None or last_stage_layers is not None):
         return ("first_stage_layers / last_stage_layers and counting the embedding or loss in the "
                 "pipeline split exclude each other (Megatron raises ValueError); keep one")

@@ -1,7 +1,8 @@
 """What the linter could not read, reported as findings like any other (every output format,
 SARIF included): a whole file (GL900, an error: none of its checks ran), a reading stopped at the
 reader's bounds (GL902, an error: the rest was not checked) or a part of a run (GL901, a note:
-the values that part would give are not checked)."""
+the values that part would give are not checked), or a file the launch names that exists nowhere
+(GL903, a warning: the run would fail to open it)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,18 @@ def stopped(reading_stopped: str) -> str | None:
 
     Example: ``A=("${A[@]}" "${A[@]}")`` repeated twenty times (a million elements)."""
     return reading_stopped
+
+
+@rule("GL903", "named-file-missing", "A config file the launch names exists nowhere in its repository.",
+      severity="warning")
+def named_file_missing(named_file_missing: str) -> str | None:
+    """A path the script writes out in full (``--deepspeed_config configs/ds_z3.json``,
+    ``--config_file accelerate/fsdp.yaml``), looked for where the script runs it: from the
+    repository root (the git top level, or the folder the script ``cd``s into), then beside the
+    script — never from the folder lint happens to run in. Not there, and not written by the
+    script itself, the job fails to open it at start-up. A path with run-time parts
+    (``${CONFIG_DIR}/ds.json``) or an absolute path outside the repository (a cluster's shared
+    file system) is only "not checked" (GL901). Fix: the path, or commit the file.
+
+    Example: ``--deepspeed_config ds_configs/zero2.json`` in a repository with ``ds_config/``."""
+    return named_file_missing

@@ -1,0 +1,57 @@
+"""The argument parser a script's entry point runs, as lint knows it: declared by the project
+(a dialect, or a Megatron tree), or read statically from the repository the script runs (its
+``megatron/arguments.py``, the entry point's own options). The catalogues of known releases and
+forks are the fallback when neither is at hand; a finding that rests on them is a guess and says
+so (rules/launch.py). A repository's parser is known only as far as its source could be read:
+``complete`` says whether every option it defines was found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import field
+from functools import cached_property
+
+from generator.dialects import Catalogue
+from generator.values import value
+
+DECLARED = "declared"
+REPOSITORY = "repository"
+
+
+@value
+class ScriptParser:
+    """``label`` names the parser in findings ("megatron/arguments.py of the repository");
+    ``how`` is DECLARED or REPOSITORY; ``options`` every option read; ``complete`` whether that is
+    all of them (``gaps`` say why not); ``ignores_unknown`` a parser run with parse_known_args;
+    ``read_names`` (called once, when a rule asks) the attribute names the tree's own Python code
+    reads from its arguments, or None where no tree was read."""
+
+    label: str
+    how: str
+    options: Catalogue
+    complete: bool = True
+    gaps: tuple[str, ...] = ()
+    ignores_unknown: bool = False
+    dialect: str | None = None  # a declared catalogue dialect: its validations and notes apply
+    read_names: Callable[[], frozenset[str]] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def from_source(self) -> bool:
+        """Read from a tree's source (else a declared catalogue dialect stands for it)."""
+        return self.dialect is None
+
+    @property
+    def certain(self) -> bool:
+        """Whether a flag outside ``options`` is surely refused at start-up."""
+        return self.complete and not self.ignores_unknown
+
+    @cached_property
+    def reads(self) -> frozenset[str] | None:
+        return None if self.read_names is None else self.read_names()
+
+    def why_partial(self) -> str:
+        """Why a flag outside its options may still be accepted."""
+        if self.ignores_unknown:
+            return f"{self.label} ignores options it does not define (parse_known_args)"
+        shown = "; ".join(self.gaps[:2]) + ("; …" if len(self.gaps) > 2 else "")
+        return f"{self.label} was read only in part ({shown})"

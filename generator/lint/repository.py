@@ -1,0 +1,259 @@
+"""The parser a script runs, learned from the repository it runs from. Found in this order: the
+Megatron tree the project declares (``megatron-tree``) or the catalogue dialect it declares; else
+the repository's own tree — the entry point the script starts and the ``megatron/arguments.py``
+(or ``megatron/training/arguments.py``) above it, or in a folder the script ``cd``s into or puts on
+``PYTHONPATH``, or a checked-out submodule — with the options the entry point adds (its own
+``add_argument`` calls, an ``arguments.py`` beside it, the modules of a patch layer it imports
+them from). Every file is read statically (readers/parser_source.py), never imported, and once a
+run (by content). None when nothing is found: the catalogues stand in, as a guess."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+from pathlib import Path
+
+from generator.dialects import Catalogue, dialect_named
+from generator.dialects.script_parser import DECLARED, REPOSITORY, ScriptParser
+from generator.lint.config import LintConfig
+from generator.lint.discover import SKIP_DIRS, read_text
+from generator.readers.bash.evaluate import UNKNOWN
+from generator.readers.parser_source import ParserSource, attribute_reads, known_delegate, read_parser_source
+from generator.rules import Fact
+
+MEGATRON_PARSERS = ("megatron/training/arguments.py", "megatron/arguments.py")
+MAX_SCANNED = 20_000  # .py files a tree's attribute reads are looked for in
+_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+", re.M)
+
+
+def is_root(folder: Path) -> bool:
+    """A project's top folder: a git work tree's (a ``.git`` folder, or the file of a checked-out
+    submodule) or one with a ``gen-launch.toml``."""
+    return (folder / ".git").exists() or (folder / "gen-launch.toml").is_file()
+
+
+def repository_root(path: Path, fallback: Path) -> Path:
+    """The project's top folder above ``path``, else ``fallback`` (the folder lint was given):
+    paths a script names are resolved from there, not from where lint runs."""
+    resolved = path.resolve()
+    for folder in [resolved if resolved.is_dir() else resolved.parent, *resolved.parents]:
+        if is_root(folder):
+            return folder
+    return fallback.resolve()
+
+
+class Parsers:
+    """Finds and reads scripts' parsers; one per lint run (its caches are the run's)."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[Path, dict[str, list[Path]]] = {}
+        self._reads: dict[Path, frozenset[str]] = {}
+
+    def for_script(self, script: Path, facts: dict[str, Fact], root: Path,
+                   config: LintConfig) -> ScriptParser | None:
+        if "megatron_dialect" not in facts:
+            return None
+        if config.tree is not None:
+            return self._tree_parser(config.tree, self._entry(script, facts, root), root,
+                                     f"the Megatron tree {config.megatron_tree} (declared in {config.path})",
+                                     DECLARED)
+        declared = config.dialect_of(script)
+        if declared is not None:
+            name, at = declared
+            return ScriptParser(f"{dialect_named(name)}, declared at {at}", DECLARED,
+                                dialect_named(name).catalogue, dialect=name)
+        entry = self._entry(script, facts, root)
+        tree = self._tree_of(entry, script, facts, root)
+        if tree is None:
+            return None
+        return self._tree_parser(tree, entry, root, None, REPOSITORY)
+
+    # -- where things are ---------------------------------------------------------------------
+    def _bases(self, script: Path, facts: dict[str, Fact], root: Path) -> list[Path]:
+        """Folders a relative path the script names may be relative to: the folders it cds into
+        or puts on PYTHONPATH (as far as they are known), the repository root, its own folder."""
+        out = []
+        for text in facts["search_paths"].value if "search_paths" in facts else ():
+            tail = text.rsplit(UNKNOWN, 1)[-1].lstrip("/")
+            if UNKNOWN not in text and posixpath.isabs(text):
+                out.append(Path(text))
+            elif tail or UNKNOWN not in text:
+                out += [root / tail, script.parent / tail]
+        return [*out, root, script.parent]
+
+    def _entry(self, script: Path, facts: dict[str, Fact], root: Path) -> Path | None:
+        """The entry point's file: at the path the script gives, from each base; else the one
+        file of that name in the repository."""
+        given = facts.get("entrypoint")
+        if given is None or not given.value or not given.value.endswith(".py"):
+            return None
+        text = given.value
+        tail = text.rsplit(UNKNOWN, 1)[-1].lstrip("/")
+        if UNKNOWN not in text and posixpath.isabs(text):
+            # a container's path (/workspace/Megatron-LM/pretrain_gpt.py): the one such file here
+            return Path(text) if Path(text).is_file() else self._one_named(posixpath.basename(text), root)
+        for base in self._bases(script, facts, root):
+            if (base / tail).is_file():
+                return (base / tail).resolve()
+        # a folder known only at run time ($MEGATRON_PATH/pretrain_gpt.py): the one such file
+        return self._one_named(tail, root) if UNKNOWN in text else None
+
+    def _one_named(self, tail: str, root: Path) -> Path | None:
+        found = [p for p in self._index(root).get(posixpath.basename(tail), [])
+                 if p.as_posix().endswith(tail)]
+        trees = {self._tree_above(p, root) for p in found}
+        return found[0] if len(trees) == 1 and found else None
+
+    def _index(self, root: Path) -> dict[str, list[Path]]:
+        """The repository's Python files by name (walked once a run)."""
+        if root not in self._indexes:
+            index: dict[str, list[Path]] = {}
+            for folder, dirs, files in os.walk(root):  # not into other projects (but submodules)
+                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")
+                                 and not _other_project(Path(folder, d)))
+                for name in files:
+                    if name.endswith(".py"):
+                        index.setdefault(name, []).append(Path(folder) / name)
+            self._indexes[root] = index
+        return self._indexes[root]
+
+    def _tree_above(self, path: Path, root: Path) -> Path | None:
+        for folder in path.parents:
+            if _megatron_parser(folder) is not None:
+                return folder
+            if folder == root or folder == folder.parent:
+                return None
+        return None
+
+    def _tree_of(self, entry: Path | None, script: Path, facts: dict[str, Fact], root: Path) -> Path | None:
+        if entry is not None and (tree := self._tree_above(entry, root)) is not None:
+            return tree
+        candidates = [*self._bases(script, facts, root), *_submodules(root)]
+        trees = list(dict.fromkeys(c.resolve() for c in candidates if _megatron_parser(c) is not None))
+        return trees[0] if trees else None
+
+    # -- reading ------------------------------------------------------------------------------
+    def _tree_parser(self, tree: Path, entry: Path | None, root: Path, label: str | None,
+                     how: str) -> ScriptParser:
+        parser_file = _megatron_parser(tree)
+        files: list[Path] = [parser_file] if parser_file is not None else []
+        gaps: list[str] = [] if parser_file is not None else [f"no Megatron parser in {tree}"]
+        if entry is not None:
+            files.append(entry)
+            beside = entry.parent / "arguments.py"
+            if beside.is_file() and beside != parser_file:
+                files.append(beside)
+            files += _imported_additions(entry, [tree, root, entry.parent])
+        else:
+            gaps.append("the entry point's file was not found: the options it adds are not known")
+        options: dict[str, tuple] = {}
+        ignores = False
+        unresolved: list[str] = []
+        for path in dict.fromkeys(files):
+            read, why = _read(path)
+            if read is None:
+                gaps.append(why)
+                continue
+            for flag, option in read.options.items():
+                options.setdefault(flag, option)
+            gaps += read.gaps
+            ignores = ignores or read.ignores_unknown is True
+            for name, line in read.delegates:
+                known = known_delegate(name)
+                if known is not None:
+                    for flag, option in known.items():
+                        options.setdefault(flag, option)
+                elif name.rsplit(".", 1)[-1] != "extra_args_provider" or entry is None:
+                    unresolved.append(f"{_shown(path, root)}:{line}: calls {name}(parser), not followed")
+        gaps += unresolved
+        shown = _shown(parser_file or tree, root)
+        if label is None:
+            label = f"{shown} of the repository" if parser_file else f"the entry point {_shown(entry, root)}"
+        return ScriptParser(label, how, Catalogue(", ".join(_shown(f, root) for f in files), options),
+                            complete=not gaps, gaps=tuple(gaps), ignores_unknown=ignores,
+                            read_names=lambda: self._names_read([tree, *([entry.parent] if entry else [])]))
+
+    def _names_read(self, folders: list[Path]) -> frozenset[str]:
+        """The attribute names the Python code under ``folders`` reads from its arguments."""
+        names: set[str] = set()
+        seen = 0
+        for folder in dict.fromkeys(folders):
+            if folder not in self._reads:
+                found: set[str] = set()
+                for path in _python_files(folder):
+                    seen += 1
+                    if seen > MAX_SCANNED:
+                        break
+                    text, _ = read_text(path)
+                    if text is not None:
+                        found |= attribute_reads(text)
+                self._reads[folder] = frozenset(found)
+            names |= self._reads[folder]
+        return frozenset(names)
+
+
+def _other_project(folder: Path) -> bool:
+    """A project nested in another (its own git work tree or gen-launch.toml), not a submodule."""
+    return (folder / ".git").is_dir() or (folder / "gen-launch.toml").is_file()
+
+
+def _python_files(folder: Path):
+    for base, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        yield from (Path(base) / f for f in sorted(files) if f.endswith(".py"))
+
+
+def _megatron_parser(folder: Path) -> Path | None:
+    for relative in MEGATRON_PARSERS:
+        if (folder / relative).is_file():
+            return folder / relative
+    return None
+
+
+def _submodules(root: Path) -> list[Path]:
+    """The checked-out submodules of a repository (.gitmodules' paths that hold files)."""
+    text, _ = read_text(root / ".gitmodules") if (root / ".gitmodules").is_file() else (None, None)
+    paths = re.findall(r"^\s*path\s*=\s*(.+?)\s*$", text or "", re.M)
+    return [root / p for p in paths if (root / p).is_dir() and any((root / p).iterdir())]
+
+
+def _imported_additions(entry: Path, bases: list[Path]) -> list[Path]:
+    """Modules the entry point imports from (``from megatron_patch.arguments import …``) that
+    add options: a patch layer's argument additions."""
+    text, _ = read_text(entry)
+    out = []
+    for module in _IMPORT.findall(text or ""):
+        if module.startswith("megatron.") or module == "megatron":
+            continue  # the tree's own modules: its parser is read already
+        relative = module.replace(".", "/") + ".py"
+        for base in bases:
+            candidate = base / relative
+            if candidate.is_file() and "add_argument" in (read_text(candidate)[0] or ""):
+                out.append(candidate)
+                break
+    return out
+
+
+_READ: dict[str, ParserSource] = {}  # by content: a tree vendored twice is read once
+
+
+def _read(path: Path) -> tuple[ParserSource | None, str | None]:
+    """(what the file defines, None) or (None, why it cannot be read)."""
+    text, why = read_text(path)
+    if text is None:
+        return None, f"{path}: {why}"
+    digest = hashlib.sha1(text.encode()).hexdigest()
+    if digest not in _READ:
+        _READ[digest] = read_parser_source(text, str(path))
+    return _READ[digest], None
+
+
+def _shown(path: Path | None, root: Path) -> str:
+    if path is None:
+        return "?"
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
