@@ -11,7 +11,7 @@ from dataclasses import field
 from pathlib import Path
 
 from generator.errors import UserError
-from generator.lint.config import NONE, LintConfig, config_for, dialect_problem
+from generator.lint.config import NONE, Configurations, LintConfig, dialect_problem
 from generator.lint.discover import discover, looks_like_accelerate_config, looks_like_spec, read_text
 from generator.lint.engine import Context, lint_texts
 from generator.lint.report import Located, locate
@@ -86,10 +86,11 @@ class _OnDisk(Context):
         self.given = [(p if p.is_dir() else p.parent).resolve() for p in paths]
         self.dialect = dialect
         self.parsers = Parsers()
+        self.configurations = Configurations()
         self._roots: dict[str, tuple[str, Path]] = {}
 
     def config(self, name: str) -> LintConfig:
-        config = config_for(name)
+        config = self.configurations.of(name)
         if self.dialect is not None:
             return dataclasses.replace(config, dialect=self.dialect, per_path_dialects=(),
                                        where={**config.where, "dialect": "--dialect"})

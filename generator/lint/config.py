@@ -120,26 +120,29 @@ def _glob(glob: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-def config_for(path: str | Path) -> LintConfig:
-    """The nearest configuration above ``path`` (a file or folder), or NONE."""
-    start = Path(path).resolve()
-    return _config_in(start if start.is_dir() else start.parent)
+class Configurations:
+    """The configuration of each linted file, each folder's looked up once a lint run."""
 
+    def __init__(self) -> None:
+        self._in: dict[Path, LintConfig] = {}
 
-@cache
-def _config_in(folder: Path) -> LintConfig:
-    for name in FILES:
-        candidate = folder / name
-        if candidate.is_file():
-            config = read_config(candidate)
-            if config is not None:
-                return config
-    return NONE if folder.parent == folder else _config_in(folder.parent)
+    def of(self, path: str | Path) -> LintConfig:
+        """The nearest configuration above ``path`` (a file or folder), or NONE."""
+        start = Path(path).resolve()
+        return self._config_in(start if start.is_dir() else start.parent)
+
+    def _config_in(self, folder: Path) -> LintConfig:
+        if folder not in self._in:
+            found = next((c for c in map(read_config, (folder / n for n in FILES)) if c is not None), None)
+            self._in[folder] = found or (NONE if folder.parent == folder else self._config_in(folder.parent))
+        return self._in[folder]
 
 
 def read_config(path: Path) -> LintConfig | None:
     """The settings of a gen-launch.toml, or of a pyproject.toml's [tool.gen-launch] (None when
     it has none). A malformed file or setting is a UserError at its line."""
+    if not path.is_file():
+        return None
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

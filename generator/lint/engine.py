@@ -188,9 +188,10 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         result.problems += read.problems
         run = run_of(name, read, result.problems)
         result.runs.append(run)
+        noted = any(where.startswith(f"{name}:") for where, _ in result.problems)
         if not run.facts:
             result.skipped.append((name, "no launch recognised"))
-        elif (note := _unchecked(run)) is not None:
+        elif not noted and (note := _unchecked(run)) is not None:  # one word for the file is enough
             result.problems.append(note)
         scenarios = _scenarios(read.undecided)
         if scenarios:
@@ -231,8 +232,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
     return result
 
 
-_SIZES = ("micro_batch_size", "global_batch_size", "tp", "pp", "num_layers", "hidden_size",
-          "world_size", "nodes", "procs_per_node")
+_SIZES = ("micro_batch_size", "global_batch_size", "tp", "pp", "num_layers", "hidden_size", "seq_length")
 
 
 def _unchecked(run: Run) -> tuple[str, str] | None:

@@ -55,8 +55,9 @@ class Parsers:
                    config: LintConfig) -> ScriptParser | None:
         if "megatron_dialect" not in facts:
             return None
-        if config.tree is not None:
-            return self._tree_parser(config.tree, self._entry(script, facts, root), root,
+        if config.tree is not None:  # declared: the entry point adds nothing unless it is found
+            entry = self._entry(script, facts, root, [config.tree])
+            return self._tree_parser(config.tree, entry, root,
                                      f"the Megatron tree {config.megatron_tree} (declared in {config.path})",
                                      DECLARED)
         declared = config.dialect_of(script)
@@ -83,7 +84,7 @@ class Parsers:
                 out += [root / tail, script.parent / tail]
         return [*out, root, script.parent]
 
-    def _entry(self, script: Path, facts: dict[str, Fact], root: Path) -> Path | None:
+    def _entry(self, script: Path, facts: dict[str, Fact], root: Path, first: list[Path] = ()) -> Path | None:
         """The entry point's file: at the path the script gives, from each base; else the one
         file of that name in the repository."""
         given = facts.get("entrypoint")
@@ -94,7 +95,7 @@ class Parsers:
         if UNKNOWN not in text and posixpath.isabs(text):
             # a container's path (/workspace/Megatron-LM/pretrain_gpt.py): the one such file here
             return Path(text) if Path(text).is_file() else self._one_named(posixpath.basename(text), root)
-        for base in self._bases(script, facts, root):
+        for base in [*first, *self._bases(script, facts, root)]:
             if (base / tail).is_file():
                 return (base / tail).resolve()
         # a folder known only at run time ($MEGATRON_PATH/pretrain_gpt.py): the one such file
@@ -146,7 +147,7 @@ class Parsers:
             if beside.is_file() and beside != parser_file:
                 files.append(beside)
             files += _imported_additions(entry, [tree, root, entry.parent])
-        else:
+        elif how != DECLARED:
             gaps.append("the entry point's file was not found: the options it adds are not known")
         options: dict[str, tuple] = {}
         ignores = False

@@ -173,11 +173,11 @@ def invalid_value(megatron_flag_values: dict, megatron_flags: dict, megatron_dia
         if any(v is None for v in values):
             continue  # known only at run time
         if repository and flag in megatron_parser.options:
-            option, label, sure = megatron_parser.options.get(flag), megatron_parser.label, True
+            option, label, known = megatron_parser.options.get(flag), megatron_parser.label, True
         elif repository or flag not in d.catalogue:
             continue
         else:
-            option, label, sure = d.catalogue.get(flag), str(d), True
+            option, label, known = d.catalogue.get(flag), str(d), declared or fits
         why = refusal(option, values)
         if why is None:
             continue
@@ -187,7 +187,7 @@ def invalid_value(megatron_flag_values: dict, megatron_flags: dict, megatron_dia
         if accepted:
             message = Uncertain(f"{message}; fine in {', '.join(accepted)}, which the script's flags fit as "
                                 f"well: {DECLARE}")
-        elif not (sure and (fits or declared)):
+        elif not known:
             undefined = [f for f in megatron_flags if f not in d.catalogue]
             message = Uncertain(f"{message}; the script also passes {_some(undefined)}, which {d} does not "
                                 f"define: {DECLARE}")
