@@ -97,19 +97,21 @@ class _OnDisk(Context):
         return config
 
     def _root(self, name: str) -> tuple[str, Path]:
-        if name not in self._roots:
-            path = Path(name)
-            resolved = path.resolve()
-            given = next((g for g in self.given if resolved.is_relative_to(g)), resolved.parent)
-            root = repository_root(path, given)
-            shown = str(root) if path.is_absolute() else os.path.relpath(root)
-            self._roots[name] = (shown, root)
-        return self._roots[name]
+        folder = os.path.dirname(name) or "."  # a folder's files share their root
+        if folder not in self._roots:
+            resolved = Path(folder).resolve()
+            given = next((g for g in self.given if resolved.is_relative_to(g)), resolved)
+            root = repository_root(resolved, given)
+            shown = str(root) if os.path.isabs(name) else os.path.relpath(root)
+            self._roots[folder] = (shown, root)
+        return self._roots[folder]
 
     def root(self, name: str) -> str | None:
         return self._root(name)[0]
 
     def parser(self, name: str, facts: dict[str, Fact]):
+        if "megatron_dialect" not in facts:
+            return None  # no Megatron arguments: no parser to find
         return self.parsers.for_script(Path(name), facts, self._root(name)[1], self.config(name))
 
 

@@ -18,6 +18,7 @@ cross ``/``; ``**`` does). A mistake in the file is a usage error located at its
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import field
 from functools import cache
@@ -54,6 +55,8 @@ class LintConfig:
 
     def relative(self, path: str | Path) -> str | None:
         """``path`` relative to the configuration's folder (POSIX), or None outside it."""
+        if not self.path:
+            return None  # NONE: nothing is relative to it
         try:
             return Path(path).resolve().relative_to(Path(self.folder).resolve()).as_posix()
         except ValueError:
@@ -125,11 +128,14 @@ class Configurations:
 
     def __init__(self) -> None:
         self._in: dict[Path, LintConfig] = {}
+        self._of: dict[str, LintConfig] = {}  # by the folder as named
 
     def of(self, path: str | Path) -> LintConfig:
         """The nearest configuration above ``path`` (a file or folder), or NONE."""
-        start = Path(path).resolve()
-        return self._config_in(start if start.is_dir() else start.parent)
+        folder = str(path) if Path(path).is_dir() else os.path.dirname(path) or "."
+        if folder not in self._of:
+            self._of[folder] = self._config_in(Path(folder).resolve())
+        return self._of[folder]
 
     def _config_in(self, folder: Path) -> LintConfig:
         if folder not in self._in:

@@ -185,10 +185,11 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
             return follow(p, near)
 
         read = read_launch(text, name, resolve)
+        before = len(result.problems)
         result.problems += read.problems
         run = run_of(name, read, result.problems)
         result.runs.append(run)
-        noted = any(where.startswith(f"{name}:") for where, _ in result.problems)
+        noted = len(result.problems) > before
         if not run.facts:
             result.skipped.append((name, "no launch recognised"))
         elif not noted and (note := _unchecked(run)) is not None:  # one word for the file is enough

@@ -69,6 +69,10 @@ class Var:
 
 def join(segs: list[Seg]) -> Field:
     """Segments -> one field; unknown pieces become UNKNOWN inside the text."""
+    if len(segs) == 1:  # most fields (every element of an array): no joining to do
+        seg = segs[0]
+        return Field(UNKNOWN if seg.text is None else seg.text, seg.offset, seg.note or None,
+                     ((0, seg.offset),))
     text = "".join(UNKNOWN if s.text is None else s.text for s in segs)
     notes = "; ".join(dict.fromkeys(s.note for s in segs if s.note)) or None
     pieces, position = [], 0
@@ -306,6 +310,10 @@ class Evaluator:
     def expand_word(self, word: Word, depth: int) -> list[Field]:
         """Expand with field splitting of unquoted expansions; "${X[@]}" keeps elements apart.
         Each field starts where its first character was written."""
+        if len(word.parts) == 1 and getattr(word.parts[0], "quoted", False):
+            values, is_array = self.part_values(word.parts[0], depth)
+            if is_array:  # "${A[@]}" alone: one field an element, as the general path below gives
+                return [join(value) for value in values if value]
         fields: list[list[Seg]] = [[]]
         content = [False]
 
