@@ -233,3 +233,13 @@ def test_the_summary_counts_what_was_skipped_and_why(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert ("0 file(s) checked, 3 skipped (1 YAML that is not a launch config, 1 no launch recognised, "
             "1 JSON that is not a DeepSpeed config)") in result.stderr
+
+
+def test_a_config_is_found_from_the_folder_the_script_cds_into(tmp_path: Path) -> None:
+    script = repo(tmp_path, "--deepspeed --deepspeed_config ds/zero2.json")
+    (tmp_path / "training" / "ds").mkdir(parents=True)
+    (tmp_path / "training" / "ds" / "zero2.json").write_text('{"train_micro_batch_size_per_gpu": 4}')
+    assert [(c, level) for c, level, _ in findings(script)] == [("GL903", "warning")]
+    script.write_text(script.read_text().replace("export CUDA", 'cd "${REPO_ROOT}/training"\nexport CUDA'))
+    got = findings(script)  # micro 4 in the JSON, --micro-batch-size 2: the JSON was read
+    assert [(c, level) for c, level, _ in got] == [("GL004", "error")]

@@ -67,12 +67,21 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
     used_json: set[str] = set()
     context = context or Context()
 
+    moves: dict[str, tuple[str, ...]] = {}  # script -> the folders it cds into (search_paths)
+
     def bases(near: str) -> list[str]:
         """Where a relative path a script names is looked for, as the script runs: the
         repository root and the folders the script cds into, then the script's own folder."""
         folder = posixpath.dirname(near)
         root = context.root(near)
-        return list(dict.fromkeys([*([root] if root is not None else []), folder]))
+        out = [root] if root is not None else []
+        for moved in moves.get(near, ()):
+            tail = moved.rsplit(UNKNOWN, 1)[-1].lstrip("/")
+            if UNKNOWN not in moved and posixpath.isabs(moved):
+                out.append(moved)
+            elif tail:
+                out += [posixpath.join(base, tail) for base in (*out[:1], folder)]
+        return list(dict.fromkeys([*out, folder]))
 
     def find(path_text: str, near: str) -> tuple[str, str] | None:
         if not path_text:
@@ -128,6 +137,8 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         """The run a reading of a script implies, with the configs it names or writes, and the
         parser its entry point runs where the context knows it."""
         run = Run(name, dict(read.facts))
+        if "search_paths" in run.facts:
+            moves[name] = run.facts["search_paths"].value
         parser = context.parser(name, run.facts)
         if parser is not None:
             where = run.facts["megatron_dialect"].source
