@@ -130,8 +130,21 @@ def test_a_config_named_that_exists_nowhere_is_a_warning_distinct_from_unresolve
     assert [(c, level) for c, level, _ in findings(tmp_path)] == [("GL901", "note")]
 
 
+def megatron_lm_snapshot(root: Path) -> None:
+    """A vendored Megatron-LM: a parser defining every option of the latest release's catalogue
+    (generated here from the catalogue's facts), so that its nearest dialect is Megatron-LM."""
+    from generator.dialects import dialect
+
+    lines = ["def add(parser):"]
+    for flag, option in sorted(dialect("megatron-lm").catalogue.defined.items()):
+        action = ", action='store_true'" if option[1] == 0 else ""
+        lines.append(f"    parser.add_argument({flag!r}{action})")
+    (root / "megatron" / "arguments.py").write_text("\n".join(lines) + "\n")
+
+
 def test_no_op_note_only_where_the_repository_code_does_not_read_the_flag(tmp_path: Path) -> None:
     repo(tmp_path, "--use-flash-attn --use-mcore-models")
+    megatron_lm_snapshot(tmp_path)
     got = findings(tmp_path)
     # args.use_flash_attn is read by the entry point: removing the flag would change the run
     assert [(c, level) for c, level, _ in got] == [("GL222", "note")]
@@ -172,16 +185,28 @@ def test_the_entry_points_own_options_and_a_patch_layer(tmp_path: Path) -> None:
     assert got[0][2].startswith("--not-a-flag is not an option")
 
 
-def test_a_parser_read_in_part_gives_warnings(tmp_path: Path) -> None:
+def test_a_parser_read_in_part_leaves_the_rest_unchecked_with_a_note(tmp_path: Path) -> None:
     """Options built from config classes (Megatron-LM ≥ core 0.16) cannot be read statically: a
-    flag outside what was read, and in no catalogue, is a warning that says why."""
+    flag outside what was read, and in no catalogue, is not checked, and a note says why."""
     repo(tmp_path, "--not-a-flag")
     parser = tmp_path / "megatron" / "arguments.py"
     parser.write_text(PARSER.replace("    return parser\n",
                                      "    TransformerConfig.add_arguments(parser)\n    return parser\n", 1))
     [(code, level, message)] = findings(tmp_path)
-    assert (code, level) == ("GL201", "warning")
+    assert (code, level) == ("GL901", "note")
+    assert message.startswith("not checked: --not-a-flag: not in what could be read of megatron/arguments.py")
     assert "read only in part" in message and "TransformerConfig" in message
+
+
+def test_an_entry_point_missing_from_its_megatron_tree(tmp_path: Path) -> None:
+    """Run from the root of a repository that is the Megatron tree, a relative entry point that
+    is not there fails at start-up (GL903); one behind a run-time folder is only a note."""
+    repo(tmp_path, "--my-fork-flag", entry="tools/moved_away.py")
+    [(code, level, message)] = findings(tmp_path)
+    assert (code, level) == ("GL903", "warning")
+    assert "entry point tools/moved_away.py exists nowhere in the repository" in message
+    repo(tmp_path, "--my-fork-flag", entry="${WORK}/tools/moved_away.py")
+    assert [(c, level) for c, level, _ in findings(tmp_path)] == [("GL901", "note")]
 
 
 def test_a_fork_pipeline_split_is_not_an_error(tmp_path: Path) -> None:

@@ -304,7 +304,11 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
     "GL205": [({"max_position_embeddings": 2048, "seq_length": 4096}, {"max_position_embeddings": 4096, "seq_length": 4096},
                "max_position_embeddings 2048 is less than seq_length 4096")],
     "GL206": [({"hidden_size": 12280, "num_attention_heads": 96}, {"hidden_size": 12288, "num_attention_heads": 96},
-               "hidden_size 12280 is not divisible by num_attention_heads 96")],
+               "hidden_size 12280 is not divisible by num_attention_heads 96"),
+              # Minitron-8B: 48 heads of 128 with hidden 4096, the head dimension given
+              ({"hidden_size": 4096, "num_attention_heads": 48},
+               {"hidden_size": 4096, "num_attention_heads": 48, "kv_channels": 128},
+               "hidden_size 4096 is not divisible by num_attention_heads 48")],
     "GL207": [({"num_attention_heads": 32, "num_query_groups": 6}, {"num_attention_heads": 32, "num_query_groups": 8},
                "num_attention_heads 32 is not divisible by num_query_groups 6")],
     "GL208": [({"zero_stage": 1, "framework": "megatron-lm"}, {"zero_stage": 1, "framework": "megatron-deepspeed"},

@@ -274,7 +274,10 @@ def megatron_releases() -> tuple[str, ...]:
 
 @cache
 def dialect(name: str, release: str | None = None) -> Dialect:
-    """The dialect ``name`` (a key of megatron.yaml), at a Megatron-LM release where it has them."""
+    """The dialect ``name`` (a key of megatron.yaml), at a Megatron-LM release where it has them;
+    a name may carry its release ("megatron-lm@core_v0.14", as users declare and lint reads)."""
+    name, _, named_release = name.partition("@")
+    release = release or named_release or None
     table = _all_tables()[name]
     base = _all_tables().get(table.get("base", name), table)
     release = (release or "latest") if "releases" in base else None
@@ -322,10 +325,24 @@ def dialect_names() -> tuple[str, ...]:
     return tuple(out)
 
 
-def dialect_named(text: str) -> Dialect:
-    """The dialect a declared name stands for ("megatron-lm@core_v0.14": at that release)."""
-    name, _, release = text.partition("@")
-    return dialect(name, release or None)
+def closest_dialect(flags: set[str], complete: bool) -> str:
+    """The dialect (a Megatron-LM release, a fork) whose catalogue is nearest a parser read from
+    a repository: the one that defines the most of its flags, and, when the parser was read whole,
+    the fewest others (a 2023 snapshot is nearest the oldest release); among equals the newest.
+    Its capabilities and validations are the repository's best known stand-ins."""
+    best: tuple[float, int, str] | None = None
+    seen: set[str] = set()
+    for rank, name in enumerate(dialect_names()):
+        base = name.partition("@")[0]
+        cat = dialect(name).catalogue
+        if ARGUMENT_DIALECTS[base].vendor is not None or cat.source in seen:
+            continue
+        seen.add(cat.source)
+        shared = sum(1 for f in flags if f in cat)
+        score = shared / max(len(flags), 1) - (len(cat.defined) - shared) / len(cat.defined) * complete
+        if best is None or score >= best[0]:
+            best = (score, rank, name)
+    return best[2] if best else "megatron-lm"
 
 
 def table_entries(name: str) -> tuple[Entry, ...]:

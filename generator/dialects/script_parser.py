@@ -33,6 +33,10 @@ class ScriptParser:
     gaps: tuple[str, ...] = ()
     ignores_unknown: bool = False
     dialect: str | None = None  # a declared catalogue dialect: its validations and notes apply
+    # the entry point's file, when it was not found: (its path as the script gives it, whether it
+    # surely should be there — a path from the root of a repository that is the Megatron tree)
+    entry_missing: tuple[str, bool] | None = None
+    nearest: str | None = None  # the catalogue dialect nearest a parser read from source
     read_names: Callable[[], frozenset[str]] | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -9,6 +9,7 @@ import posixpath
 import re
 from dataclasses import field
 
+from generator.dialects import defined_by
 from generator.dialects.keyed import keyed_dialect
 from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import UNKNOWN
@@ -143,8 +144,10 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         if parser is not None:
             where = run.facts["megatron_dialect"].source
             run.facts["megatron_parser"] = Fact(parser, where)
-            if parser.dialect is not None:
-                run.facts["megatron_dialect"] = Fact(parser.dialect, where)
+            if parser.dialect or parser.nearest:
+                run.facts["megatron_dialect"] = Fact(parser.dialect or parser.nearest, where)
+            if problems is result.problems:
+                _partly_known(run.facts, parser, problems, result.missing)
         for path, source in read.accelerate_refs:
             if (found := named(path, "accelerate config", source, name, problems)) is None:
                 continue
@@ -259,6 +262,28 @@ def _unchecked(run: Run) -> tuple[str, str] | None:
     shown = (entry.value or "?").replace(UNKNOWN, "…")
     return (entry.source, f"{shown} is started with {given} (no batch, parallel or model size): the "
                           "batch and layout checks did not run")
+
+
+def _partly_known(facts: dict[str, Fact], parser, problems: list, missing: list) -> None:
+    """What a parser read from a repository leaves unknown, said once: an entry point that is
+    not where the script runs it (GL903 where it surely should be, else a note), flags outside
+    what could be read of a parser read in part (a note: not checked)."""
+    where = facts["megatron_dialect"].source
+    if parser.entry_missing is not None:
+        given, sure = parser.entry_missing
+        if sure:
+            missing.append((facts["entrypoint"].source, f"entry point {given} exists nowhere in the "
+                            "repository that is its Megatron tree; the run would fail to start"))
+        else:
+            problems.append((where, f"entry point {given} not found: the options it adds are not known"))
+    if parser.certain:
+        return
+    flags = facts["megatron_flags"].value
+    unknown = [f for f in flags if f not in parser.options and not defined_by(f)]
+    if unknown and parser.entry_missing is None:
+        shown = ", ".join(unknown[:4]) + (f" and {len(unknown) - 4} more" if len(unknown) > 4 else "")
+        problems.append((flags[unknown[0]], f"{shown}: not in what could be read of {parser.label} "
+                                            f"({parser.why_partial()}); not checked"))
 
 
 def _made_by(script: str, path: str) -> bool:

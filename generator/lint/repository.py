@@ -9,13 +9,14 @@ run (by content). None when nothing is found: the catalogues stand in, as a gues
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import posixpath
 import re
 from pathlib import Path
 
-from generator.dialects import Catalogue, dialect_named
+from generator.dialects import Catalogue, closest_dialect, dialect
 from generator.dialects.script_parser import DECLARED, REPOSITORY, ScriptParser
 from generator.lint.config import LintConfig
 from generator.lint.discover import SKIP_DIRS, read_text
@@ -25,6 +26,7 @@ from generator.rules import Fact
 
 MEGATRON_PARSERS = ("megatron/training/arguments.py", "megatron/arguments.py")
 MAX_SCANNED = 20_000  # .py files a tree's attribute reads are looked for in
+MAX_MODULES = 64  # files a parser is followed through (its own, the entry point's, delegates)
 _IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+", re.M)
 
 
@@ -50,6 +52,7 @@ class Parsers:
     def __init__(self) -> None:
         self._indexes: dict[Path, dict[str, list[Path]]] = {}
         self._reads: dict[Path, frozenset[str]] = {}
+        self._nearests: dict[tuple[str, bool], str] = {}
 
     def for_script(self, script: Path, facts: dict[str, Fact], root: Path,
                    config: LintConfig) -> ScriptParser | None:
@@ -63,13 +66,21 @@ class Parsers:
         declared = config.dialect_of(script)
         if declared is not None:
             name, at = declared
-            return ScriptParser(f"{dialect_named(name)}, declared at {at}", DECLARED,
-                                dialect_named(name).catalogue, dialect=name)
+            return ScriptParser(f"{dialect(name)}, declared at {at}", DECLARED,
+                                dialect(name).catalogue, dialect=name)
         entry = self._entry(script, facts, root)
         tree = self._tree_of(entry, script, facts, root)
         if tree is None:
             return None
-        return self._tree_parser(tree, entry, root, None, REPOSITORY)
+        parser = self._tree_parser(tree, entry, root, None, REPOSITORY)
+        parser = dataclasses.replace(parser, nearest=self._nearest(parser))
+        given = facts["entrypoint"].value if "entrypoint" in facts else None
+        if entry is None and given and given.endswith(".py"):
+            # run from the root of a repository that is the Megatron tree, a relative path written
+            # out must be there; elsewhere (a tree the user cds into first) it may be
+            sure = tree == root and UNKNOWN not in given and not posixpath.isabs(given)
+            parser = dataclasses.replace(parser, entry_missing=(given.replace(UNKNOWN, "…"), sure))
+        return parser
 
     # -- where things are ---------------------------------------------------------------------
     def _bases(self, script: Path, facts: dict[str, Fact], root: Path) -> list[Path]:
@@ -138,21 +149,29 @@ class Parsers:
     # -- reading ------------------------------------------------------------------------------
     def _tree_parser(self, tree: Path, entry: Path | None, root: Path, label: str | None,
                      how: str) -> ScriptParser:
+        """The options of the tree's parser, the entry point's, and every module they hand the
+        parser to (``add_modelopt_args(parser)`` from megatron/inference/arguments.py, a patch
+        layer's ``extra_args_provider``), followed through the files that define them."""
         parser_file = _megatron_parser(tree)
-        files: list[Path] = [parser_file] if parser_file is not None else []
+        bases = [tree, root, *([entry.parent] if entry is not None else [])]
+        queue: list[Path] = [parser_file] if parser_file is not None else []
         gaps: list[str] = [] if parser_file is not None else [f"no Megatron parser in {tree}"]
         if entry is not None:
-            files.append(entry)
+            queue.append(entry)
             beside = entry.parent / "arguments.py"
             if beside.is_file() and beside != parser_file:
-                files.append(beside)
-            files += _imported_additions(entry, [tree, root, entry.parent])
+                queue.append(beside)
+            queue += _imported_additions(entry, bases)
         elif how != DECLARED:
             gaps.append("the entry point's file was not found: the options it adds are not known")
         options: dict[str, tuple] = {}
         ignores = False
-        unresolved: list[str] = []
-        for path in dict.fromkeys(files):
+        files: list[Path] = []
+        while queue and len(files) < MAX_MODULES:
+            path = queue.pop(0)
+            if path in files:
+                continue
+            files.append(path)
             read, why = _read(path)
             if read is None:
                 gaps.append(why)
@@ -163,18 +182,26 @@ class Parsers:
             ignores = ignores or read.ignores_unknown is True
             for name, line in read.delegates:
                 known = known_delegate(name)
+                module = _module_file(name.rsplit(".", 1)[0], bases) if "." in name else None
                 if known is not None:
                     for flag, option in known.items():
                         options.setdefault(flag, option)
+                elif module is not None:
+                    queue.append(module)
                 elif name.rsplit(".", 1)[-1] != "extra_args_provider" or entry is None:
-                    unresolved.append(f"{_shown(path, root)}:{line}: calls {name}(parser), not followed")
-        gaps += unresolved
+                    gaps.append(f"{_shown(path, root)}:{line}: calls {name}(parser), not followed")
         shown = _shown(parser_file or tree, root)
         if label is None:
             label = f"{shown} of the repository" if parser_file else f"the entry point {_shown(entry, root)}"
         return ScriptParser(label, how, Catalogue(", ".join(_shown(f, root) for f in files), options),
                             complete=not gaps, gaps=tuple(gaps), ignores_unknown=ignores,
                             read_names=lambda: self._names_read([tree, *([entry.parent] if entry else [])]))
+
+    def _nearest(self, parser: ScriptParser) -> str:
+        key = (parser.options.source, parser.complete)
+        if key not in self._nearests:
+            self._nearests[key] = closest_dialect(set(parser.options.defined), parser.complete)
+        return self._nearests[key]
 
     def _names_read(self, folders: list[Path]) -> frozenset[str]:
         """The attribute names the Python code under ``folders`` reads from its arguments."""
@@ -224,17 +251,18 @@ def _imported_additions(entry: Path, bases: list[Path]) -> list[Path]:
     """Modules the entry point imports from (``from megatron_patch.arguments import …``) that
     add options: a patch layer's argument additions."""
     text, _ = read_text(entry)
-    out = []
-    for module in _IMPORT.findall(text or ""):
-        if module.startswith("megatron.") or module == "megatron":
-            continue  # the tree's own modules: its parser is read already
-        relative = module.replace(".", "/") + ".py"
-        for base in bases:
-            candidate = base / relative
-            if candidate.is_file() and "add_argument" in (read_text(candidate)[0] or ""):
-                out.append(candidate)
-                break
-    return out
+    found = (_module_file(module, bases) for module in _IMPORT.findall(text or ""))
+    return [path for path in found if path is not None and "add_argument" in (read_text(path)[0] or "")]
+
+
+def _module_file(module: str, bases: list[Path]) -> Path | None:
+    """The file of a dotted module under the first base that has it (a package's __init__.py)."""
+    relative = module.replace(".", "/")
+    for base in bases:
+        for candidate in (base / f"{relative}.py", base / relative / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
 
 
 _READ: dict[str, ParserSource] = {}  # by content: a tree vendored twice is read once

@@ -23,8 +23,8 @@ DECLARE = ("declare the parser (gen-launch lint --dialect, or [tool.gen-launch] 
 def script_dialect(megatron_dialect: str, ascend: bool | None = None) -> Dialect:
     """The catalogue dialect a script is judged by ("megatron-lm@core_v0.14": at that release;
     Megatron-LM on Ascend is MindSpeed-LLM)."""
-    name, _, release = megatron_dialect.partition("@")
-    return dialect(on_vendor(name, "huawei" if ascend else None), release or None)
+    name, at, release = megatron_dialect.partition("@")
+    return dialect(on_vendor(name, "huawei" if ascend else None) + at + release)
 
 
 def fork_flags(megatron_flags: dict | None, megatron_dialect: str | None, concept: str) -> list[str]:
@@ -60,26 +60,20 @@ def removed_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | Non
     Example: --checkpoint-activations in a Megatron-LM script (use --recompute-activations);
     --recompute-granularity full in a script for BLOOM's fork (use --checkpoint-activations)."""
     if megatron_parser is not None and megatron_parser.from_source:
-        return _against_repository(megatron_flags, megatron_parser, script_dialect(megatron_dialect, ascend))
+        return _against_repository(megatron_flags, megatron_parser)
     return _against_catalogue(megatron_flags, script_dialect(megatron_dialect, ascend), entrypoint,
                               megatron_parser)
 
 
-def _against_repository(flags: dict, parser: ScriptParser, d: Dialect):
+def _against_repository(flags: dict, parser: ScriptParser):
+    """A parser read in part judges nothing: what was not read is not checked (lint says so in a
+    GL901 note, lint/engine.py)."""
     missing = [f for f in flags if f not in parser.options]
-    if parser.certain:
-        if not missing:
-            return None
-        listed = "; ".join(f"{f} is not an option of {parser.label}{did_you_mean(f, parser.options.defined)}"
-                           for f in missing)
-        return listed, (), (missing[0], flags[missing[0]])
-    # read in part: an option a known parser defines may be one that was not read (generated ones)
-    unknown = [f for f in missing if f not in d.catalogue and not defined_by(f)]
-    if not unknown:
+    if not parser.certain or not missing:
         return None
-    message = (f"{', '.join(unknown)}: defined neither in what could be read of {parser.label} nor by any "
-               f"known Megatron parser; {parser.why_partial()}")
-    return Uncertain(message), (), (unknown[0], flags[unknown[0]])
+    listed = "; ".join(f"{f} is not an option of {parser.label}{did_you_mean(f, parser.options.defined)}"
+                       for f in missing)
+    return listed, (), (missing[0], flags[missing[0]])
 
 
 def _against_catalogue(flags: dict, d: Dialect, entrypoint: str | None, declared: ScriptParser | None):
