@@ -253,11 +253,13 @@ def test_the_summary_counts_what_was_skipped_and_why(tmp_path: Path) -> None:
 
     (tmp_path / "notes.yaml").write_text("owner: me\n")
     (tmp_path / "package.json").write_text('{"name": "x"}\n')
-    (tmp_path / "setup.sh").write_text("#!/bin/bash\npip install -r requirements.txt\n")
+    (tmp_path / "setup.sh").write_text("#!/bin/bash\nexport HF_HOME=/cache\npip install -r requirements.txt\n")
+    (tmp_path / "run_gemini.sh").write_text("#!/bin/bash\nexport OMP_NUM_THREADS=8\n"
+                                            "colossalai run --nproc_per_node 8 train.py --plugin gemini\n")
     result = CliRunner().invoke(app, ["lint", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert ("0 file(s) checked, 3 skipped (1 YAML that is not a launch config, 1 no launch recognised, "
-            "1 JSON that is not a DeepSpeed config)") in result.stderr
+    assert ("0 file(s) checked, 4 skipped (1 YAML that is not a launch config, 1 colossalai (a launcher lint "
+            "does not read), 1 no launch recognised, 1 JSON that is not a DeepSpeed config)") in result.stderr
 
 
 def test_a_config_is_found_from_the_folder_the_script_cds_into(tmp_path: Path) -> None:

@@ -204,8 +204,10 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         run = run_of(name, read, result.problems)
         result.runs.append(run)
         noted = len(result.problems) > before
-        if not run.facts:
-            result.skipped.append((name, "no launch recognised"))
+        if not _LAUNCH.intersection(run.facts) and not any(k.startswith("sbatch_") for k in run.facts):
+            unread = run.facts.get("unread_launcher")
+            result.skipped.append((name, f"{unread.value} (a launcher lint does not read)" if unread
+                                   else "no launch recognised"))
         elif not noted and (note := _unchecked(run)) is not None:  # one word for the file is enough
             result.problems.append(note)
         scenarios = _scenarios(read.undecided)
@@ -247,15 +249,25 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
     return result
 
 
+# facts that say a script launches something (besides its #SBATCH header's): else it is skipped
+_LAUNCH = {"launcher", "entrypoint", "megatron_flags", "srun_line"}
 _SIZES = ("micro_batch_size", "global_batch_size", "tp", "pp", "num_layers", "hidden_size", "seq_length")
 
 
 def _unchecked(run: Run) -> tuple[str, str] | None:
-    """A GL901 note for a script that starts a training entry point but gave no batch or layout
-    value to check (its arguments come from positional parameters, a file, the environment):
-    nothing goes unchecked without a word."""
+    """A GL901 note for a script that starts a Megatron or DeepSpeed entry point (pretrain_*.py,
+    the deepspeed launcher, --deepspeed) but gave no batch or layout value to check (its
+    arguments come from positional parameters, a file, the environment): nothing goes unchecked
+    without a word."""
     entry = run.facts.get("entrypoint")
     if entry is None or run.ds_facts or any(name in run.facts for name in _SIZES):
+        return None
+    launcher = run.facts.get("launcher")
+    argv = [w or "" for w in (run.facts["entry_argv"].value if "entry_argv" in run.facts else ())]
+    megatron = posixpath.basename(entry.value or "").startswith("pretrain_")
+    deepspeed = (launcher is not None and launcher.value == "deepspeed") or \
+        any(w.startswith(("--deepspeed", "--deepscale")) for w in argv)
+    if not (megatron or deepspeed):
         return None
     argv = run.facts.get("entry_argv")
     given = "no arguments" if argv is None or not argv.value else "only arguments lint cannot read"

@@ -20,6 +20,10 @@ from generator.rules.registry import Fact
 from generator.values import record
 
 _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
+# launchers of training jobs that lint does not read (their own CLIs and config formats): a
+# script that starts one is counted as skipped, with its name, never as checked and clean
+UNREAD_LAUNCHERS = {"colossalai", "mpirun", "mpiexec", "composer", "tune", "swift", "xtuner", "torchx",
+                    "ray", "sky", "lightning", "fairseq-train", "tuna", "oobleck"}
 
 
 def _dialect_of_words(texts: list[str | None]):
@@ -301,6 +305,9 @@ class _Reader:
         if not rest:
             return
         head = (rest[0].text or "").rsplit("/", 1)[-1]
+        if head in UNREAD_LAUNCHERS:
+            self.out.facts.setdefault("unread_launcher", Fact(head, self.src(rest[0])))
+            return
         python = re.fullmatch(r"python[0-9.]*", head) is not None
         k = 1
         while python and k < len(rest) and (rest[k].text or "") in ("-u", "-O", "-OO", "-B", "-s", "-E"):
