@@ -270,3 +270,23 @@ def test_a_config_is_found_from_the_folder_the_script_cds_into(tmp_path: Path) -
     script.write_text(script.read_text().replace("export CUDA", 'cd "${REPO_ROOT}/training"\nexport CUDA'))
     got = findings(script)  # micro 4 in the JSON, --micro-batch-size 2: the JSON was read
     assert [(c, level) for c, level, _ in got] == [("GL004", "error")]
+
+
+def test_every_finding_of_a_script_names_its_parser_in_json_and_sarif(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    repo(tmp_path / "repo", "--not-a-flag --micro-batch-size 3")  # and global 64 over dp 4: GL002
+    elsewhere = tmp_path / "elsewhere.sh"
+    elsewhere.write_text(SCRIPT.format(entry="pretrain_gpt.py", flags="--micro-batch-size 3"))
+    out = CliRunner().invoke(app, ["lint", "-f", "json", str(tmp_path / "repo"), str(elsewhere)]).stdout
+    named = {(Path(i["path"]).name, i["code"]): i.get("parser") for i in json.loads(out)}
+    assert named[("train.sh", "GL201")] == named[("train.sh", "GL002")] == \
+        "megatron/arguments.py of the repository (nearest Megatron-DeepSpeed (microsoft))"
+    assert named[("elsewhere.sh", "GL002")] == "Megatron-LM latest, guessed from the flags (nothing declared)"
+    sarif = CliRunner().invoke(app, ["lint", "-f", "sarif", str(elsewhere)]).stdout
+    [result] = json.loads(sarif)["runs"][0]["results"]
+    assert result["properties"]["parser"].startswith("Megatron-LM latest, guessed")

@@ -9,7 +9,7 @@ import posixpath
 import re
 from dataclasses import field
 
-from generator.dialects import defined_by
+from generator.dialects import defined_by, dialect
 from generator.dialects.keyed import keyed_dialect
 from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import UNKNOWN
@@ -437,8 +437,22 @@ def _schedule_in_iterations(facts: dict[str, Fact]) -> None:
 
 
 def check_run(run: Run) -> list[Finding]:
+    """The run's findings, each naming the parser its script runs (where it has Megatron's)."""
     seen: dict[tuple[str, str], Finding] = {}
     for facts in views(run):
         for finding in run_rules(facts):
             seen.setdefault((finding.code, finding.message), finding)
-    return list(seen.values())
+    named = parser_named(run.facts)
+    return [dataclasses.replace(f, parser=named) for f in seen.values()] if named else list(seen.values())
+
+
+def parser_named(facts: dict[str, Fact]) -> str | None:
+    """How a finding names the parser a script runs: declared, read from the repository (with the
+    release or fork nearest it), or the catalogue its flags fit, as a guess."""
+    parser = facts.get("megatron_parser")
+    if parser is not None:
+        p = parser.value
+        return p.label if not p.nearest else f"{p.label} (nearest {dialect(p.nearest)})"
+    if "megatron_dialect" in facts:
+        return f"{dialect(facts['megatron_dialect'].value)}, guessed from the flags (nothing declared)"
+    return None

@@ -52,6 +52,7 @@ def as_json(items: list[Located]) -> str:
         "code": i.finding.code, "name": i.finding.name, "level": i.level, "path": i.path,
         "line": i.line, "column": i.column, "message": i.finding.message,
         "values": [{"fact": name, "source": source} for name, source in i.finding.values],
+        **({"parser": i.finding.parser} if i.finding.parser else {}),
     } for i in items], indent=2, ensure_ascii=False) + "\n"
 
 
@@ -103,6 +104,7 @@ def sarif(items: list[Located]) -> str:
                     "region": {"startLine": i.line, "startColumn": i.column,
                                "endLine": i.line, "endColumn": i.column + 1},
                 }}],
+                **({"properties": {"parser": i.finding.parser}} if i.finding.parser else {}),
             } for i in items],
         }],
     }

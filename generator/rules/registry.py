@@ -52,6 +52,7 @@ class Finding:
     severity: str
     message: str
     values: tuple[tuple[str, str], ...]  # (fact name, where its value came from), located first
+    parser: str | None = None  # the parser a linted script runs, as lint knows it (lint/engine.py)
 
     @property
     def sources(self) -> tuple[str, ...]:
