@@ -378,6 +378,11 @@ def views(run: Run) -> list[dict[str, Fact]]:
             script[generic] = run.ds_facts[ds_name]
     if run.ds_facts and "framework" not in script and "launcher" in script:
         script["framework"] = Fact("deepspeed", next(iter(run.ds_facts.values())).source)
+    offloads = [run.ds_facts[n] for n in ("ds_offload_param", "ds_offload_optimizer")
+                if run.ds_facts.get(n, Fact("none", "")).value not in (None, "none")]
+    if offloads and "zero_offload" not in script:  # what the JSON offloads, as GL110 reads it
+        both = "ds_offload_param" in run.ds_facts and offloads[0] is run.ds_facts["ds_offload_param"]
+        script["zero_offload"] = Fact("optimizer_and_params" if both else "optimizer", offloads[0].source)
     for generic, ds_name in (("cp", "ds_sequence_parallel_size"), ("pp", "ds_pipeline_stages")):
         if generic not in script and isinstance(run.ds_facts.get(ds_name, Fact(None, "")).value, int):
             script[generic] = run.ds_facts[ds_name]  # Ulysses; a PipelineModule's stages

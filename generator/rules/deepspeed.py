@@ -81,12 +81,15 @@ def ulysses(seq_length: int, num_attention_heads: int, cp: int, framework: str) 
 
 @rule("GL110", "offload-needs-zero",
       "CPU offload needs DeepSpeed ZeRO: the optimizer from stage 1, the parameters at stage 3.")
-def offload(zero_offload: str, framework: str, zero_stage: int | None = None) -> str | None:
+def offload(zero_offload: str, framework: str | None = None, zero_stage: int | None = None) -> str | None:
     """DeepSpeed's offload_optimizer is valid for ZeRO stages 1-3 and offload_param only for
-    stage 3; Megatron-LM has no ZeRO-Offload. Fix: raise the ZeRO stage, or drop the offload.
+    stage 3; Megatron-LM has no ZeRO-Offload. DeepSpeed accepts ``offload_param`` at stage 2
+    without a word and never offloads the parameters: the run silently does without what the
+    config asks for. A DeepSpeed JSON read alone is DeepSpeed's. Fix: raise the ZeRO stage, or
+    drop the offload.
 
     Example: zero_offload: optimizer_and_params with zero_stage 2."""
-    record = framework_of(framework)
+    record = framework_of(framework or "deepspeed")
     if zero_offload == "none" or record.fsdp:  # FSDP's offload: GL113
         return None
     if record.sharding != "zero":
