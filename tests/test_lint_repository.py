@@ -290,3 +290,20 @@ def test_every_finding_of_a_script_names_its_parser_in_json_and_sarif(tmp_path: 
     sarif = CliRunner().invoke(app, ["lint", "-f", "sarif", str(elsewhere)]).stdout
     [result] = json.loads(sarif)["runs"][0]["results"]
     assert result["properties"]["parser"].startswith("Megatron-LM latest, guessed")
+
+
+def test_a_pinned_megatron_submodule_not_checked_out_makes_the_catalogue_a_guess(tmp_path: Path) -> None:
+    """CI's default checkout leaves submodules out: the script runs the pinned snapshot's parser,
+    which no catalogue is sure to be, so what the catalogue refuses is a warning naming it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitmodules").write_text('[submodule "Megatron-LM"]\n\tpath = third_party/Megatron-LM\n'
+                                          "\turl = https://github.com/NVIDIA/Megatron-LM.git\n")
+    (tmp_path / "third_party" / "Megatron-LM").mkdir(parents=True)  # what a plain clone leaves
+    script = tmp_path / "train.sh"
+    script.write_text(SCRIPT.format(entry="${MEGATRON}/pretrain_gpt.py", flags="--checkpoint-activations --use-mcore-models"))
+    [(code, level, message)] = [f for f in findings(script) if f[0] == "GL201"]
+    assert (code, level) == ("GL201", "warning")
+    assert "the repository pins the Megatron submodule third_party/Megatron-LM" in message
+    assert "not checked out" in message
+    (tmp_path / ".gitmodules").unlink()  # no submodule: the catalogue's verdict stands
+    assert [(c, level) for c, level, _ in findings(script) if c == "GL201"] == [("GL201", "error")]

@@ -37,12 +37,16 @@ class ScriptParser:
     # surely should be there — a path from the root of a repository that is the Megatron tree)
     entry_missing: tuple[str, bool] | None = None
     nearest: str | None = None  # the catalogue dialect nearest a parser read from source
+    # a Megatron tree the repository pins (a submodule) but that is not checked out: the parser
+    # is that snapshot, unknown here; the catalogues judge, never surely
+    pinned: str | None = None
     read_names: Callable[[], frozenset[str]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def from_source(self) -> bool:
-        """Read from a tree's source (else a declared catalogue dialect stands for it)."""
-        return self.dialect is None
+        """Read from a tree's source (else a declared catalogue dialect stands for it, or a
+        pinned tree that is not there)."""
+        return self.dialect is None and self.pinned is None
 
     @property
     def certain(self) -> bool:

@@ -146,7 +146,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
             run.facts["megatron_parser"] = Fact(parser, where)
             if parser.dialect or parser.nearest:
                 run.facts["megatron_dialect"] = Fact(parser.dialect or parser.nearest, where)
-            if problems is result.problems:
+            if problems is result.problems and parser.from_source:
                 _partly_known(run.facts, parser, problems, result.missing)
         for path, source in read.accelerate_refs:
             if (found := named(path, "accelerate config", source, name, problems)) is None:

@@ -71,7 +71,9 @@ class Parsers:
         entry = self._entry(script, facts, root)
         tree = self._tree_of(entry, script, facts, root)
         if tree is None:
-            return None
+            pinned = _pinned(root)
+            return None if pinned is None else ScriptParser(pinned, REPOSITORY, Catalogue("", {}),
+                                                            complete=False, pinned=pinned)
         parser = self._tree_parser(tree, entry, root, None, REPOSITORY)
         parser = dataclasses.replace(parser, nearest=self._nearest(parser))
         given = facts["entrypoint"].value if "entrypoint" in facts else None
@@ -242,9 +244,34 @@ def _megatron_parser(folder: Path) -> Path | None:
 
 def _submodules(root: Path) -> list[Path]:
     """The checked-out submodules of a repository (.gitmodules' paths that hold files)."""
-    text, _ = read_text(root / ".gitmodules") if (root / ".gitmodules").is_file() else (None, None)
-    paths = re.findall(r"^\s*path\s*=\s*(.+?)\s*$", text or "", re.M)
-    return [root / p for p in paths if (root / p).is_dir() and any((root / p).iterdir())]
+    return [root / path for path, _ in _gitmodules(root) if _checked_out(root / path)]
+
+
+def _pinned(root: Path) -> str | None:
+    """How findings name a Megatron tree the repository pins as a submodule but that is not
+    checked out (``git clone`` without --recursive, CI's default checkout), or None."""
+    for path, url in _gitmodules(root):
+        if "megatron" in f"{path} {url}".lower() and not _checked_out(root / path):
+            return f"the Megatron submodule {path} ({url}), not checked out"
+    return None
+
+
+def _gitmodules(root: Path) -> list[tuple[str, str]]:
+    """(path, url) of each submodule .gitmodules declares."""
+    if not (root / ".gitmodules").is_file():
+        return []
+    text, _ = read_text(root / ".gitmodules")
+    out: list[tuple[str, str]] = []
+    for block in re.split(r"^\s*\[submodule\b", text or "", flags=re.M)[1:]:
+        path = re.search(r"^\s*path\s*=\s*(.+?)\s*$", block, re.M)
+        url = re.search(r"^\s*url\s*=\s*(.+?)\s*$", block, re.M)
+        if path:
+            out.append((path[1], url[1] if url else "?"))
+    return out
+
+
+def _checked_out(folder: Path) -> bool:
+    return folder.is_dir() and any(p.name != ".git" for p in folder.iterdir())
 
 
 def _imported_additions(entry: Path, bases: list[Path]) -> list[Path]:

@@ -61,8 +61,18 @@ def removed_flag(megatron_flags: dict, megatron_dialect: str, ascend: bool | Non
     --recompute-granularity full in a script for BLOOM's fork (use --checkpoint-activations)."""
     if megatron_parser is not None and megatron_parser.from_source:
         return _against_repository(megatron_flags, megatron_parser)
-    return _against_catalogue(megatron_flags, script_dialect(megatron_dialect, ascend), entrypoint,
-                              megatron_parser)
+    declared = megatron_parser if megatron_parser is not None and megatron_parser.dialect else None
+    found = _against_catalogue(megatron_flags, script_dialect(megatron_dialect, ascend), entrypoint, declared)
+    return _unsure_when_pinned(found, megatron_parser)
+
+
+def _unsure_when_pinned(found, parser: ScriptParser | None):
+    """A catalogue's verdict where the repository pins a tree that is not checked out: the script
+    runs that snapshot's parser, which no catalogue is sure to be."""
+    if found is None or parser is None or parser.pinned is None:
+        return found
+    return (Uncertain(f"{found[0]} (judged by the catalogue: the repository pins {parser.pinned}; check it "
+                      "out, or declare the parser)"), *found[1:])
 
 
 def _against_repository(flags: dict, parser: ScriptParser):
@@ -160,7 +170,7 @@ def invalid_value(megatron_flag_values: dict, megatron_flags: dict, megatron_dia
     Example: --position-embedding-type rotary (Megatron-LM spells it rope)."""
     d = script_dialect(megatron_dialect, ascend)
     repository = megatron_parser is not None and megatron_parser.from_source
-    declared = megatron_parser is not None and not megatron_parser.from_source
+    declared = megatron_parser is not None and megatron_parser.dialect is not None
     others = [] if repository or declared else plausible(set(megatron_flags), d)[1:]
     fits = all(f in d.catalogue for f in megatron_flags)
     for flag, values in megatron_flag_values.items():
@@ -185,7 +195,7 @@ def invalid_value(megatron_flag_values: dict, megatron_flags: dict, megatron_dia
             undefined = [f for f in megatron_flags if f not in d.catalogue]
             message = Uncertain(f"{message}; the script also passes {_some(undefined)}, which {d} does not "
                                 f"define: {DECLARE}")
-        return message, (), (flag, megatron_flags.get(flag, ""))
+        return _unsure_when_pinned((message, (), (flag, megatron_flags.get(flag, ""))), megatron_parser)
     return None
 
 
