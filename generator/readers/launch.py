@@ -198,7 +198,9 @@ class _Reader:
                         words = stripped[len("#SBATCH"):].split()
                     if words and not words[0].startswith("-"):  # sbatch: "Invalid directive"
                         invalid.append((words[0], self.src(offset + line.index("#SBATCH"))))
-                    for name, value in _options(words):
+                    # the options around a template's placeholder are what the user gets once
+                    # it is filled in (GL308 reports the placeholder itself)
+                    for name, value in _options(words, past_words=True):
                         options[name] = (value, offset + line.index("#SBATCH"))
             elif embedded and stripped and not stripped.startswith("#") and first_line is None:
                 first_line = number  # the heredoc script's first command
@@ -614,13 +616,18 @@ def _batch_shell_slurm_variables(text: str) -> list[tuple[str, int]]:
     return found
 
 
-def _options(words: list[str]) -> list[tuple[str, str | None]]:
-    """``--opt=value``, ``--opt value`` and ``-N 2`` forms of sbatch/srun options."""
+def _options(words: list[str], past_words: bool = False) -> list[tuple[str, str | None]]:
+    """``--opt=value``, ``--opt value`` and ``-N 2`` forms of sbatch/srun options, up to the first
+    word that is not one (the job script on a command line); ``past_words``: read on past such
+    words (an #SBATCH line's placeholder, ``#SBATCH <ACCOUNT> --nodes=16``)."""
     out: list[tuple[str, str | None]] = []
     k = 0
     while k < len(words):
         word = words[k]
         if not word.startswith("-"):
+            if past_words:
+                k += 1
+                continue
             break
         name, eq, value = word.partition("=")
         if not eq and name in value_options() and k + 1 < len(words):
