@@ -15,7 +15,7 @@ from generator.dialects.argv import is_flag, split
 from generator.dialects.launchers import started_by
 from generator.dialects.slurm import value_options
 from generator.readers.bash import Command, Field, Script, read_script
-from generator.readers.bash.evaluate import UNKNOWN
+from generator.readers.bash.evaluate import UNKNOWN, shell_code
 from generator.rules.registry import Fact
 from generator.values import record
 
@@ -291,8 +291,7 @@ class _Reader:
             if base == "timeout":
                 k += 2
                 continue
-            if base in ("bash", "sh") and k + 1 < len(words) and (words[k + 1] or "").startswith("-") \
-                    and "c" in (words[k + 1] or ""):
+            if base in ("bash", "sh") and shell_code([base, *words[k + 1:]], 0) is not None:
                 if srun_options:
                     self.allocation(srun_options, "srun")
                 return  # the string itself was evaluated as commands of its own

@@ -13,11 +13,24 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import posixpath
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from generator.readers.bash import arith
-from generator.readers.bash.lexer import STOPPED, Arith, ArrayAssign, Lit, Op, Param, Redirect, Word, lex
+from generator.readers.bash.lexer import (
+    STOPPED,
+    Arith,
+    ArrayAssign,
+    Lit,
+    Op,
+    Param,
+    Redirect,
+    Unknown,
+    Word,
+    lex,
+)
 from generator.values import record
 
 UNKNOWN = "\x00"  # stands for a run-time value inside a field's text
@@ -191,6 +204,8 @@ class Evaluator:
         self.branches: list[_Branch] = []
         self.piped = False  # the command being read takes the previous one's output
         self.positional: list[Field] | None = None  # $1... inside a `bash -c CODE NAME ARGS` string
+        # heredocs read so far: (the file they are written to, or None; (body, offset); pieces)
+        self.heredocs: list[tuple[Field | None, tuple[str, int], tuple[tuple[int, int], ...]]] = []
 
     # -- values ------------------------------------------------------------------------------
     def lookup(self, name: str) -> Var | None:
@@ -516,6 +531,7 @@ class Evaluator:
             return
         if head in ("for", "select", "[[", "function") or self.mode() == "skip":
             return
+        self.submissions(words, depth)
         if terminator.text == "(" and len(words) == 1 and head:  # name() { ...: a function header
             return
         env: dict[str, Field] = {}
@@ -561,12 +577,37 @@ class Evaluator:
             if r.heredoc is not None:
                 body, pieces = self.heredoc_text(r.heredoc.parts, depth)
                 heredoc = (body, r.heredoc.body_offset)
-        self.script.commands.append(Command(
-            argv, env, items[0].offset,
-            [(r.op, join(self.expand_text(r.target.parts, depth)) if r.target else None)
-             for r in redirects],
-            heredoc, depth, self.piped))
+        targets = [(r.op, join(self.expand_text(r.target.parts, depth)) if r.target else None)
+                   for r in redirects]
+        if heredoc is not None:  # kept: a job script written here may be submitted later
+            written = next((t for op, t in targets if op in (">", ">|") and t is not None), None)
+            self.heredocs.append((written, heredoc, pieces))
+        elif name == "sbatch":
+            heredoc, pieces = self.job_script(argv)
+        self.script.commands.append(Command(argv, env, items[0].offset, targets, heredoc, depth, self.piped))
         self.nested(argv, depth, heredoc, pieces)
+
+    def job_script(self, argv: list[Field]) -> tuple[tuple[str, int] | None, tuple[tuple[int, int], ...]]:
+        """The heredoc an ``sbatch`` without one of its own submits: ``cat <<EOF | sbatch``, or a
+        file written earlier as ``cat > job.sh <<EOF`` and submitted as ``sbatch job.sh`` (the same
+        name, or the same run-time value such as ``$(mktemp)``); (None, ()) when there is none."""
+        if self.piped and self.heredocs and self.heredocs[-1][0] is None and self.script.commands and \
+                self.script.commands[-1].heredoc == self.heredocs[-1][1]:
+            return self.heredocs[-1][1], self.heredocs[-1][2]
+        for written, heredoc, pieces in reversed(self.heredocs):
+            if written is not None and any(_same_path(written, f) for f in argv[1:]):
+                return heredoc, pieces
+        return None, ()
+
+    def submissions(self, words: list, depth: int) -> None:
+        """``JOB=$(sbatch --parsable <<EOF ... EOF)``: a job submitted inside a command
+        substitution is read like one submitted on its own (its output, the job id, stays
+        unknown)."""
+        for word in words:
+            for part in word.parts if isinstance(word, Word) else []:
+                text = part.text if isinstance(part, Unknown) and part.text.startswith("$(") else ""
+                if re.match(r"\$\(\s*sbatch\s", text) and text.endswith(")") and depth < MAX_DEPTH:
+                    self.run_text(text[2:-1], part.offset + 2, depth + 1, in_place=True)
 
     def array_values(self, w: ArrayAssign, depth: int) -> list[list[Seg]]:
         return [[Seg(f.text, f.offset, f.note)] for word in w.words for f in self.expand_word(word, depth)]
@@ -621,8 +662,8 @@ class Evaluator:
         code: Field | None = None
         positional: list[Field] | None = None
         for k, word in enumerate(words):
-            if word in ("bash", "sh") and k + 2 < len(words) and words[k + 1] in ("-c", "-xc", "-ec", "-lc"):
-                code, positional = argv[k + 2], argv[k + 4:]
+            if (at := shell_code(words, k)) is not None:
+                code, positional = argv[at], argv[at + 2:]
                 break
             if word == "eval" and k + 1 < len(argv):
                 code = Field(" ".join(f.text or "" for f in argv[k + 1:]), argv[k + 1].offset)
@@ -632,11 +673,29 @@ class Evaluator:
             if positional is not None:
                 self.positional = positional
             try:
-                self.run_text(code.text, code.offset, depth + 1, pieces=code.pieces)
+                with self.child(positional is not None):
+                    self.run_text(code.text, code.offset, depth + 1, pieces=code.pieces)
             finally:
                 self.positional = saved
         if heredoc is not None and words and words[0] == "sbatch" and depth < MAX_DEPTH:
-            self.run_text(heredoc[0], heredoc[1], depth + 1, pieces=heredoc_pieces, in_place=True)
+            with self.child(True):  # the job's shell starts from the submitting one's environment
+                self.run_text(heredoc[0], heredoc[1], depth + 1, pieces=heredoc_pieces, in_place=True)
+
+    @contextmanager
+    def child(self, new_process: bool):
+        """A new shell (``bash -c``, a submitted job) sees only the exported variables: the
+        ``$CMD`` of ``bash -c '$CMD'`` is empty unless CMD was exported. What it sets is kept
+        afterwards, as the environment of the commands it runs (``export X=1; python ...``)."""
+        if not new_process:
+            yield
+            return
+        outer = self.vars
+        self.vars = {name: var for name, var in outer.items() if var.exported}
+        try:
+            yield
+        finally:
+            inner, self.vars = self.vars, outer
+            outer.update((name, var) for name, var in inner.items() if outer.get(name) is not var)
 
     def source(self, path: Field, depth: int) -> None:
         """Follow `source FILE` when the caller can resolve it (another file being linted)."""
@@ -657,11 +716,35 @@ class Evaluator:
         (``in_place``: its lines are the file's) or to the string's place."""
         items, problems, cuts = lex(text, 0)
         where = _placer(pieces, offset, in_place)
+        starts = [start for start, _ in pieces[1:]]
         for item in items:
+            if starts:
+                _split(item, starts)
             _rebase(item, where)
         self.script.problems += [(where(o), message) for o, message in problems]
         self.script.cuts += [(where(o), kind) for o, kind in cuts]
         self.run(items, depth)
+
+
+_SHELL_OPTION_ARGUMENT = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
+
+
+def shell_code(words: list[str | None], k: int) -> int | None:
+    """The index of the code string when ``words[k]`` is ``bash`` or ``sh`` run with ``-c``
+    (``bash -c CODE``, ``-lc``, ``-x -c``, ``--login -c``, ``-o pipefail -c``: bash's options come
+    first, the first word after them is the code); None otherwise."""
+    if words[k] not in ("bash", "sh"):
+        return None
+    j, command = k + 1, False
+    while j < len(words) and (words[j] or "")[:1] in ("-", "+") and words[j] not in ("-", "--"):
+        word = words[j] or ""
+        if word in _SHELL_OPTION_ARGUMENT:
+            j += 1
+        elif not word.startswith("--") and "c" in word[1:]:
+            command = True
+        j += 1
+    j += 1 if j < len(words) and words[j] == "--" else 0
+    return j if command and j < len(words) else None
 
 
 def _placer(pieces: tuple[tuple[int, int], ...], offset: int, shift: bool = False):
@@ -680,6 +763,40 @@ def _placer(pieces: tuple[tuple[int, int], ...], offset: int, shift: bool = Fals
     return where
 
 
+def _same_path(written: Field, named: Field) -> bool:
+    """A file written and a file named are the same: the same text, or, for a run-time value,
+    the same one (expanded from the same place)."""
+    if UNKNOWN not in (written.text or UNKNOWN):
+        return posixpath.normpath(written.text) == posixpath.normpath(named.text or "")
+    return written.text == named.text and written.offset == named.offset
+
+
+def _split(item: object, starts: list[int]) -> None:
+    """Cut the literals of a re-lexed string where its pieces begin (``starts``), so each part
+    keeps to one piece and goes back to where that piece was written (a command assembled from
+    several variables or array elements, run by ``bash -c`` inside a heredoc job)."""
+    for name in ("parts", "arg"):
+        parts = getattr(item, name, None)
+        if not parts:
+            continue
+        out = []
+        for part in parts:
+            _split(part, starts)
+            if isinstance(part, Lit) and len(part.text) > 1:
+                begin = end = part.offset
+                end += len(part.text)
+                cuts = [c for c in starts[bisect.bisect_right(starts, begin):] if c < end]
+                for a, b in zip([begin, *cuts], [*cuts, end], strict=True):
+                    out.append(Lit(part.text[a - begin:b - begin], a, part.quoted))
+            else:
+                out.append(part)
+        setattr(item, name, out)
+    for name in ("words", "target", "heredoc"):
+        child = getattr(item, name, None)
+        for grandchild in child if isinstance(child, list) else [child] if child is not None else []:
+            _split(grandchild, starts)
+
+
 def _rebase(item: object, where) -> None:
     """Move every offset of a re-lexed item back into the file (``where(position)``)."""
     if hasattr(item, "offset"):
@@ -687,9 +804,12 @@ def _rebase(item: object, where) -> None:
     for name in ("parts", "words", "arg"):
         for child in getattr(item, name, None) or []:
             _rebase(child, where)
-    target = getattr(item, "target", None)
-    if target is not None:
-        _rebase(target, where)
+    for name in ("target", "heredoc"):
+        child = getattr(item, name, None)
+        if child is not None:
+            _rebase(child, where)
+    if hasattr(item, "body_offset"):  # a heredoc's body, re-lexed with the string it is in
+        item.body_offset = where(item.body_offset)
 
 
 def read_script(text: str, name: str = "-", resolve_source=None,
