@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import math
 import posixpath
 import re
 from contextlib import contextmanager
@@ -38,6 +39,11 @@ MAX_COMMANDS = 20_000
 MAX_DEPTH = 8
 MAX_VALUE = 1 << 20
 MAX_WORDS = 10_000  # elements of one array (A=("${A[@]}" "${A[@]}") doubles it per line)
+# readings of a script's branches decided only at run time (Script.undecided): every combination
+# when there are at most MAX_COMBINATIONS; else each branch's arms one at a time, the other
+# branches left open, when they have at most MAX_ARMS; else none (a note says so)
+MAX_COMBINATIONS = 16
+MAX_ARMS = 64
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 KEYWORDS = {"if", "then", "elif", "else", "fi", "esac", "while", "until", "do", "done", "!", "{", "}",
             "time", "coproc"}
@@ -167,6 +173,17 @@ class _Branch:
     open_arms: list[int] = field(default_factory=list)  # the arms that may run, if not decided
     default: bool = False  # an else or a * pattern: some arm always runs
     effective: bool = False  # an undecided arm assigns or runs something the readers use
+    # the variable an undecided condition tests and the values it is tested for: (name,
+    # "is" / "is not" / "matches", [values]) for the condition being read and for each arm
+    tests: list[tuple[str, str, list[str]] | None] = field(default_factory=list)
+    said: list[tuple[str, str, list[str]] | None] = field(default_factory=list)
+    variable: str | None = None  # a case's subject, when it is one variable
+    # the condition being read (a case: its subject) is decided by the default of an argument of
+    # the script (``${1:-7B}``), which it may be given; ``soft``: some arm's condition is; ``sure``:
+    # an earlier arm ran whatever the arguments
+    soft_condition: bool = False
+    soft: bool = False
+    sure: bool = False
 
     def condition(self) -> bool | None:
         """The exit status of the condition's commands joined by && and || (left to right, as
@@ -204,6 +221,7 @@ class Evaluator:
         self.branches: list[_Branch] = []
         self.piped = False  # the command being read takes the previous one's output
         self.positional: list[Field] | None = None  # $1... inside a `bash -c CODE NAME ARGS` string
+        self.branch_names: dict[int, str] = {}  # undecided branches, as a note names them
         # heredocs read so far: (the file they are written to, or None; (body, offset); pieces)
         self.heredocs: list[tuple[Field | None, tuple[str, int], tuple[tuple[int, int], ...]]] = []
 
@@ -393,26 +411,41 @@ class Evaluator:
         elif word == "elif" and is_if:  # reached only when no earlier arm ran
             top.mode = "skip" if top.taken else "maybe" if top.uncertain else "run"
         if word in ("if", "elif") and is_if:
-            top.in_condition, top.parts, top.negate = True, [], False
+            top.in_condition, top.parts, top.tests, top.negate = True, [], [], False
+            top.soft_condition = False
         elif word == "!" and is_if and top.in_condition:
             top.negate = not top.negate
         elif word == "then" and is_if:
             top.in_condition = False
-            self.start_arm(top, top.condition(), offset)
+            holds = top.condition()
+            self.start_arm(top, holds, offset, top.tests[0] if len(top.tests) == 1 else None,
+                           soft=top.soft_condition and holds is not None)
         elif word == "else" and is_if:
             top.default = True
-            self.start_arm(top, None if top.uncertain else True, offset)
+            self.start_arm(top, None if top.uncertain else True, offset, _otherwise(top.said), soft=top.soft)
         elif (word == "fi" and is_if) or (word == "esac" and top is not None and top.kind == "case"):
             self.end_branch(self.branches.pop())
 
-    def start_arm(self, branch: _Branch, holds: bool | None, offset: int) -> None:
-        """An arm begins: taken as ``decide`` says when its condition is not known."""
+    def start_arm(self, branch: _Branch, holds: bool | None, offset: int,
+                  said: tuple[str, str, list[str]] | None = None, soft: bool = False) -> None:
+        """An arm begins: taken as ``decide`` says when its condition is not known (``said``:
+        what the condition tests, to name the arm). A ``soft`` condition, decided by the default
+        of an argument the script may be given, is read as the default says (the run without
+        arguments) and its arm is an alternative all the same."""
         index = len(branch.arms)
         branch.arms.append(offset)
-        if holds is None and not branch.taken:
+        branch.said.append(said)
+        if soft and not branch.sure:
+            branch.soft = branch.effective = True
             branch.open_arms.append(index)
             if branch.offset in self.decide:
                 holds = self.decide[branch.offset] == index
+        elif holds is None and not branch.taken:
+            branch.open_arms.append(index)
+            if branch.offset in self.decide:
+                holds = self.decide[branch.offset] == index
+        elif holds is True and not branch.uncertain:
+            branch.sure = True
         branch.arm(holds)
 
     def end_branch(self, branch: _Branch) -> None:
@@ -423,17 +456,57 @@ class Evaluator:
         def line(offset: int) -> int:
             return self.script.position(offset)[0]
 
-        alternatives = [(k, f"the branch at line {line(branch.arms[k])}") for k in branch.open_arms]
-        if not branch.default and not branch.taken:
-            alternatives.append((-1, f"no branch of the {branch.kind} at line {line(branch.offset)}"))
+        alternatives = [(k, _name_arm(branch.said[k], f"line {line(branch.arms[k])}",
+                                      f"the branch at line {line(branch.arms[k])} runs"))
+                        for k in branch.open_arms]
+        if not branch.default and (not branch.taken or branch.soft):
+            at = f"the {branch.kind} at line {line(branch.offset)}"
+            alternatives.append((-1, _name_arm(_otherwise(branch.said), at, f"no branch of {at} runs")))
         self.script.undecided[branch.offset] = alternatives
+        tested = {s[0] for s in branch.said if s is not None}
+        variable = branch.variable or (next(iter(tested)) if len(tested) == 1 else None)
+        self.branch_names[branch.offset] = f"{variable} (line {line(branch.offset)})" if variable \
+            else f"the {branch.kind} at line {line(branch.offset)}"
 
     def condition_part(self, branch: _Branch, words: list, terminator: Op, depth: int) -> None:
         value = self.test(words, depth)
+        soft = value is not None and self.argument_test(words, depth)
+        branch.soft_condition = branch.soft_condition or soft
+        said = self.tested(words, depth) if (value is None or soft) and not branch.negate else None
         if branch.negate and value is not None:
             value = not value
         branch.negate = False
         branch.parts.append((value, terminator.text))
+        branch.tests.append(said)
+
+    def argument_test(self, words: list, depth: int) -> bool:
+        """Whether a test reads the default of an argument of the script (``${1:-7B}``)."""
+        return any(_argument_default(f) for w in words if isinstance(w, Word)
+                   for f in self.expand_word(w, depth))
+
+    def tested(self, words: list, depth: int) -> tuple[str, str, list[str]] | None:
+        """What a test not decided statically compares: ``[ "$MODEL_SIZE" = 13B ]`` -> ("MODEL_SIZE",
+        "is", ["13B"]) (with ``!=``: "is not"; a ``[[ == ]]`` pattern: "matches"); None for other
+        tests."""
+        words = [w for w in words if isinstance(w, Word)]
+        texts = [w.literal() for w in words]
+        if texts[:1] == ["test"]:
+            words, texts = words[1:], texts[1:]
+        elif texts[:1] in (["["], ["[["]) and texts[-1:] in (["]"], ["]]"]):
+            words, texts = words[1:-1], texts[1:-1]
+        else:
+            return None
+        if len(words) != 3 or texts[1] not in ("=", "==", "!="):
+            return None
+        for variable, other in ((words[0], words[2]), (words[2], words[0])):
+            name = _variable(variable)
+            fields = self.expand_word(other, depth)
+            if name and len(fields) == 1 and UNKNOWN not in (fields[0].text or UNKNOWN):
+                value = fields[0].text
+                how = "is not" if texts[1] == "!=" else "matches" if texts[0] == "[[" and \
+                    any(c in value for c in "*?[") else "is"
+                return name, how, [value]
+        return None
 
     def test(self, words: list, depth: int) -> bool | None:
         """A ``[ ... ]``, ``[[ ... ]]`` or ``test`` condition decided from known values: string
@@ -472,10 +545,10 @@ class Evaluator:
         branch.default = branch.default or "*" in patterns
         offset = next((w.offset for w in words if isinstance(w, Word)), branch.offset)
         if branch.subject is None or any(p is None or UNKNOWN in p for p in patterns):
-            self.start_arm(branch, None, offset)
+            self.start_arm(branch, None, offset, _patterns_said(branch, patterns))
         else:
             self.start_arm(branch, any(fnmatch.fnmatchcase(branch.subject, p.lstrip("(")) for p in patterns),
-                           offset)
+                           offset, _patterns_said(branch, patterns), soft=branch.soft_condition)
 
     def arm_end(self) -> None:
         top = self.branches[-1] if self.branches else None
@@ -524,7 +597,9 @@ class Evaluator:
                 else []
             known = subject[0].text if len(subject) == 1 and UNKNOWN not in (subject[0].text or UNKNOWN) \
                 else None
-            branch = _Branch("case", items[0].offset, mode="skip", subject=known, expect_pattern=True)
+            branch = _Branch("case", items[0].offset, mode="skip", subject=known, expect_pattern=True,
+                             variable=_variable(words[1]) if len(words) > 1 else None,
+                             soft_condition=any(map(_argument_default, subject)))
             self.branches.append(branch)
             if len(words) > 3 and terminator.text in (")", "|"):  # `case $1 in --n)` on one line
                 self.case_pattern(branch, words[3:], terminator, depth)
@@ -666,7 +741,7 @@ class Evaluator:
                 code, positional = argv[at], argv[at + 2:]
                 break
             if word == "eval" and k + 1 < len(argv):
-                code = Field(" ".join(f.text or "" for f in argv[k + 1:]), argv[k + 1].offset)
+                code = _joined(argv[k + 1:])
                 break
         if code is not None and code.text and depth < MAX_DEPTH:
             saved = self.positional
@@ -763,6 +838,64 @@ def _placer(pieces: tuple[tuple[int, int], ...], offset: int, shift: bool = Fals
     return where
 
 
+_ARGUMENT_DEFAULT = re.compile(r"^default of \$\{[1-9][0-9]*[:=?+-]")
+
+
+def _argument_default(f: Field) -> bool:
+    """A value that is the default of one of the script's arguments (``${1:-7B}``): the script
+    may be given the argument, so a test on it is decided only when it runs."""
+    return any(_ARGUMENT_DEFAULT.match(note) for note in (f.note or "").split("; "))
+
+
+def _variable(word: object) -> str | None:
+    """The variable a word is, when it is only one expansion: ``"$MODEL_SIZE"``, ``${SIZE}``,
+    ``${1:-7B}`` ("$1")."""
+    parts = getattr(word, "parts", None) or []
+    if len(parts) != 1 or not isinstance(parts[0], Param) or parts[0].index or parts[0].length or \
+            parts[0].indirect or parts[0].op not in ("", ":-", "-"):
+        return None
+    name = parts[0].name
+    return f"${name}" if name[0] in "0123456789@*#?$!-" else name
+
+
+def _patterns_said(branch: _Branch, patterns: list[str | None]) -> tuple[str, str, list[str]] | None:
+    """A case arm's patterns as a test of its subject (None when the subject is not one variable
+    or a pattern is not known)."""
+    if branch.variable is None or any(p is None or UNKNOWN in p for p in patterns):
+        return None
+    values = [p.lstrip("(") for p in patterns]
+    if "*" in values:
+        return _otherwise(branch.said)
+    return branch.variable, "matches" if any(c in v for v in values for c in "*?[") else "is", values
+
+
+def _otherwise(said: list[tuple[str, str, list[str]] | None]) -> tuple[str, str, list[str]] | None:
+    """What an else (or ``*``, or no arm) means after arms that each test the same variable for
+    values: that it is none of them."""
+    if not said or any(s is None or s[1] != "is" or s[0] != said[0][0] for s in said):
+        return None
+    return said[0][0], "is none of", [v for s in said for v in s[2]]
+
+
+def _name_arm(said: tuple[str, str, list[str]] | None, where: str, otherwise: str) -> str:
+    """How findings name an alternative: "MODEL_SIZE is 13B (line 12)", or ``otherwise`` ("the
+    branch at line 12 runs") when its condition is not a test of one variable."""
+    if said is None:
+        return otherwise
+    name, how, values = said
+    joined = ", ".join(values) if how == "is none of" else " or ".join(values)
+    return f"{name} {how} {joined} ({where})"
+
+
+def _joined(fields: list[Field]) -> Field:
+    """Words joined with spaces (what ``eval`` runs), each piece still placed where it was written."""
+    pieces, position = [], 0
+    for f in fields:
+        pieces += [(position + at, offset) for at, offset in f.pieces or ((0, f.offset),)]
+        position += len(f.text or "") + 1
+    return Field(" ".join(f.text or "" for f in fields), fields[0].offset, pieces=tuple(pieces))
+
+
 def _same_path(written: Field, named: Field) -> bool:
     """A file written and a file named are the same: the same text, or, for a run-time value,
     the same one (expanded from the same place)."""
@@ -832,4 +965,41 @@ def read_script(text: str, name: str = "-", resolve_source=None,
                                    f"{MAX_WORDS:,}-element arrays)"))
     except RecursionError:
         script.problems.append((0, f"{STOPPED}: nesting too deep to follow"))
+    if decide is None and (note := _unread(script.undecided, evaluator.branch_names)) is not None:
+        script.problems.append(note)
     return script
+
+
+def readings(undecided: dict[int, list[tuple[int, str]]]) -> tuple[list[dict[int, int]], bool]:
+    """The ``decide`` of each reading of a script's undecided branches, and whether each branch
+    is read on its own (the others left open): see MAX_COMBINATIONS and MAX_ARMS. Reading each
+    on its own checks every arm, but not a rule between the values two branches set."""
+    combinations = math.prod(len(alternatives) for alternatives in undecided.values())
+    if combinations <= MAX_COMBINATIONS:
+        combos: list[dict[int, int]] = [{}]
+        for branch, alternatives in undecided.items():
+            combos = [{**c, branch: index} for c in combos for index, _ in alternatives]
+        return (combos if undecided else []), False
+    if sum(len(alternatives) for alternatives in undecided.values()) <= MAX_ARMS:
+        return [{branch: index} for branch, alternatives in undecided.items()
+                for index, _ in alternatives], True
+    return [], False
+
+
+def _unread(undecided: dict[int, list[tuple[int, str]]], names: dict[int, str]) -> tuple[int, str] | None:
+    """A note, at the first of them, when a script's undecided branches are not read in every
+    combination: which branches, how many combinations, and what is read instead."""
+    combinations = math.prod(len(alternatives) for alternatives in undecided.values())
+    if combinations <= MAX_COMBINATIONS:
+        return None
+    branches = [names.get(offset, "?") for offset in sorted(undecided)]
+    listed = ", ".join(branches[:-1]) + f" and {branches[-1]}"
+    what = (f"the branches on {listed}, decided only when the script runs (by its arguments or "
+            f"environment), make {combinations:,} combinations, more than the {MAX_COMBINATIONS} lint reads")
+    arms = sum(len(alternatives) for alternatives in undecided.values())
+    if readings(undecided)[1]:
+        return min(undecided), (f"{what}: each branch is read on its own, the others left open; a rule "
+                                "between values that two of them set is not checked")
+    return min(undecided), (f"{what}, and their {arms} arms more than the {MAX_ARMS} it reads one at a "
+                            "time: none is expanded (a size table among them is not read); what they set "
+                            "is unknown and not checked")
