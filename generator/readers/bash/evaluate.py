@@ -184,6 +184,7 @@ class _Branch:
     soft_condition: bool = False
     soft: bool = False
     sure: bool = False
+    exits: set[int] = field(default_factory=set)  # arms that end the script (`exit` in the arm itself)
 
     def condition(self) -> bool | None:
         """The exit status of the condition's commands joined by && and || (left to right, as
@@ -220,6 +221,7 @@ class Evaluator:
         self.count = 0
         self.branches: list[_Branch] = []
         self.piped = False  # the command being read takes the previous one's output
+        self.conditional = False  # it runs after && or || (an `|| exit 1` may not exit)
         self.positional: list[Field] | None = None  # $1... inside a `bash -c CODE NAME ARGS` string
         self.branch_names: dict[int, str] = {}  # undecided branches, as a note names them
         # heredocs read so far: (the file they are written to, or None; (body, offset); pieces)
@@ -418,8 +420,10 @@ class Evaluator:
         elif word == "then" and is_if:
             top.in_condition = False
             holds = top.condition()
+            # (a condition of several tests is read as the defaults say: forcing its arm could
+            # contradict a test on another value, as `[ $SP = true ] && [ $TP -gt 1 ]` would)
             self.start_arm(top, holds, offset, top.tests[0] if len(top.tests) == 1 else None,
-                           soft=top.soft_condition and holds is not None)
+                           soft=top.soft_condition and holds is not None and len(top.parts) == 1)
         elif word == "else" and is_if:
             top.default = True
             self.start_arm(top, None if top.uncertain else True, offset, _otherwise(top.said), soft=top.soft)
@@ -456,12 +460,15 @@ class Evaluator:
         def line(offset: int) -> int:
             return self.script.position(offset)[0]
 
+        # (an arm that exits launches nothing: it is no alternative run)
         alternatives = [(k, _name_arm(branch.said[k], f"line {line(branch.arms[k])}",
                                       f"the branch at line {line(branch.arms[k])} runs"))
-                        for k in branch.open_arms]
+                        for k in branch.open_arms if k not in branch.exits]
         if not branch.default and (not branch.taken or branch.soft):
             at = f"the {branch.kind} at line {line(branch.offset)}"
             alternatives.append((-1, _name_arm(_otherwise(branch.said), at, f"no branch of {at} runs")))
+        if not alternatives:
+            return
         self.script.undecided[branch.offset] = alternatives
         tested = {s[0] for s in branch.said if s is not None}
         variable = branch.variable or (next(iter(tested)) if len(tested) == 1 else None)
@@ -559,12 +566,13 @@ class Evaluator:
     def run(self, items: list, depth: int) -> None:
         command: list = []
         open_branches = len(self.branches)
-        self.piped = False
+        self.piped = self.conditional = False
         for item in [*items, Op("\n", -1)]:
             if isinstance(item, Op):
                 self.simple(command, depth, item)
                 command = []
                 self.piped = item.text == "|"
+                self.conditional = item.text in ("&&", "||")
                 if item.text in _ARM_END:
                     self.arm_end()
             else:
@@ -604,6 +612,8 @@ class Evaluator:
             if len(words) > 3 and terminator.text in (")", "|"):  # `case $1 in --n)` on one line
                 self.case_pattern(branch, words[3:], terminator, depth)
             return
+        if head == "exit" and not self.conditional and self.branches and self.branches[-1].arms:
+            self.branches[-1].exits.add(len(self.branches[-1].arms) - 1)  # (read in an arm not taken too)
         if head in ("for", "select", "[[", "function") or self.mode() == "skip":
             return
         self.submissions(words, depth)

@@ -472,7 +472,10 @@ class Lexer:
         elif inner.startswith("!"):
             param.indirect, k = True, 1
         j = k
-        if j < len(inner) and inner[j] in SPECIAL_PARAMS and not param.length:
+        if j < len(inner) and inner[j].isdigit():  # ${10}: the tenth argument
+            while j < len(inner) and inner[j].isdigit():
+                j += 1
+        elif j < len(inner) and inner[j] in SPECIAL_PARAMS and not param.length:
             j += 1
         else:
             while j < len(inner) and inner[j] in NAME_CHARS:
