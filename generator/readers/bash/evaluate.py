@@ -4,10 +4,15 @@ decided where their test or subject is known from the script (only the branch ba
 runs); an undecided branch may or may not run, so what it assigns leaves a variable's earlier
 value in place, or unknown ("depends on a branch") where it had none: an argument loop over
 ``$@`` keeps its defaults instead of its last ``case`` arm. Each undecided branch is recorded
-with its alternatives (``Script.undecided``), and ``read_script(decide=...)`` reads one of
-them, so the linter can read every alternative. Loop bodies run once. Command
-substitutions and values from the environment stay unknown. Nothing is executed. Budgets bound
-hostile input (commands, nesting, value sizes)."""
+with its alternatives (``Script.undecided``; an arm that exits is none), and
+``read_script(decide=...)`` reads one of them, so the linter can read every alternative
+(``readings``: all combinations, or each branch on its own). A test decided by the default of
+one of the script's arguments (``${1:-7B}``) is read as the default says, and its arms are
+alternatives all the same. The job an ``sbatch`` submits (its heredoc, a ``cat <<EOF | sbatch``,
+a file a heredoc wrote, ``$(sbatch ...)``) is read as a new shell, like ``bash -c``: it sees
+only exported variables. Loop bodies run once. Command substitutions and values from the
+environment stay unknown. Nothing is executed. Budgets bound hostile input (commands, nesting,
+value sizes)."""
 
 from __future__ import annotations
 
@@ -185,6 +190,7 @@ class _Branch:
     soft: bool = False
     sure: bool = False
     exits: set[int] = field(default_factory=set)  # arms that end the script (`exit` in the arm itself)
+    touched: bool = False  # an arm, taken or not, assigns or runs something besides INERT commands
 
     def condition(self) -> bool | None:
         """The exit status of the condition's commands joined by && and || (left to right, as
@@ -440,7 +446,7 @@ class Evaluator:
         branch.arms.append(offset)
         branch.said.append(said)
         if soft and not branch.sure:
-            branch.soft = branch.effective = True
+            branch.soft = True
             branch.open_arms.append(index)
             if branch.offset in self.decide:
                 holds = self.decide[branch.offset] == index
@@ -455,7 +461,8 @@ class Evaluator:
     def end_branch(self, branch: _Branch) -> None:
         """Record an undecided branch's alternatives: each arm that may run, and "none" when
         no arm is sure to (no else, no * pattern, no arm known to hold)."""
-        if not branch.open_arms or not branch.effective or branch.offset in self.script.undecided:
+        effective = branch.effective or (branch.soft and branch.touched)  # (soft: arms not taken count)
+        if not branch.open_arms or not effective or branch.offset in self.script.undecided:
             return  # (an arm that only echoes and exits reads the same either way)
         def line(offset: int) -> int:
             return self.script.position(offset)[0]
@@ -614,6 +621,9 @@ class Evaluator:
             return
         if head == "exit" and not self.conditional and self.branches and self.branches[-1].arms:
             self.branches[-1].exits.add(len(self.branches[-1].arms) - 1)  # (read in an arm not taken too)
+        if head not in INERT and head != "[[":
+            for branch in self.branches:
+                branch.touched = True
         if head in ("for", "select", "[[", "function") or self.mode() == "skip":
             return
         self.submissions(words, depth)
@@ -893,6 +903,8 @@ def _name_arm(said: tuple[str, str, list[str]] | None, where: str, otherwise: st
     if said is None:
         return otherwise
     name, how, values = said
+    if how == "is none of" and len(values) == 1:
+        how = "is not"
     joined = ", ".join(values) if how == "is none of" else " or ".join(values)
     return f"{name} {how} {joined} ({where})"
 
