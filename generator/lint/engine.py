@@ -7,12 +7,13 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
+from collections import Counter
 from dataclasses import field
 
 from generator.dialects import defined_by, dialect
 from generator.dialects.keyed import keyed_dialect
 from generator.readers.accelerate_config import read_accelerate_config
-from generator.readers.bash.evaluate import UNKNOWN
+from generator.readers.bash.evaluate import MAX_COMBINATIONS, UNKNOWN, readings
 from generator.readers.deepspeed_json import read_deepspeed_json
 from generator.readers.launch import accelerate_world, read_launch
 from generator.readers.neox_config import looks_like_neox_config, read_neox_config
@@ -305,53 +306,59 @@ def _made_by(script: str, path: str) -> bool:
 
 
 _TEMPLATE = re.compile(r'":\s*[A-Z][A-Z0-9_]{2,}\s*[,}\n]')  # "train_batch_size": CONFIG_BATCH_SIZE,
-MAX_ALTERNATIVES = 16  # readings of one script's undecided branches; more: the cautious reading
+# readings of one script's undecided branches in every combination (more: each branch on its
+# own, see readers.bash.evaluate.readings, which also writes the note that says so)
+MAX_ALTERNATIVES = MAX_COMBINATIONS
 
 
 def _scenarios(undecided: dict) -> list[dict[int, int]]:
-    """Every combination of the undecided branches' alternatives ({branch: arm index}), or none
-    when there are more than MAX_ALTERNATIVES."""
-    combos: list[dict[int, int]] = [{}]
-    for branch, alternatives in undecided.items():
-        combos = [{**c, branch: index} for c in combos for index, _ in alternatives]
-        if len(combos) > MAX_ALTERNATIVES:
-            return []
-    return combos if undecided else []
+    """The readings of the undecided branches' alternatives ({branch: arm index}): every
+    combination, or, when there are more than MAX_ALTERNATIVES, each branch's arms one at a time;
+    none when even those are too many."""
+    return readings(undecided)[0]
 
 
 def _labelled(scenarios: list[dict[int, int]], undecided: dict):
-    """(how to name it, decide) for each combination: "the branch at line 7 and ..."."""
+    """((how to name it, the branch it varies when each branch is read on its own, else None),
+    decide) for each reading: ("MODEL_SIZE is 13B (line 12) and the branch at line 30 runs", None)."""
+    alone = readings(undecided)[1]
     for decide in scenarios:
-        yield " and ".join(dict(undecided[branch])[index] for branch, index in decide.items()), decide
+        label = " and ".join(dict(undecided[branch])[index] for branch, index in decide.items())
+        yield (label, next(iter(decide)) if alone else None), decide
 
 
-def _across(alternatives: list[tuple[str, Run]]) -> list[Finding]:
+def _across(alternatives: list[tuple[tuple[str, int | None], Run]]) -> list[Finding]:
     """Findings over the alternatives of a script's undecided branches, a rule on the same
     facts counted once: an error only when every alternative breaks it (the messages of each
     named when they differ); when some do, a warning naming them (the script may be right as
-    run, but that depends on a value it does not set)."""
-    found = [(label, {(f.code, tuple(n for n, _ in f.values)): f for f in check_run(run)})
-             for label, run in alternatives]
+    run, but that depends on a value it does not set). Branches read one at a time are grouped:
+    every run takes one arm of each, so an error is a rule broken in every arm of one of them."""
+    found = [(label, group, {(f.code, tuple(n for n, _ in f.values)): f for f in check_run(run)})
+             for (label, group), run in alternatives]
+    sizes = Counter(group for _, group, _ in found)
     out: list[Finding] = []
     seen: set = set()
-    for _, findings in found:
+    for _, _, findings in found:
         for key, finding in findings.items():
             if key in seen:
                 continue
             seen.add(key)
-            having = [(label, f[key]) for label, f in found if key in f]
-            messages = list(dict.fromkeys(f.message for _, f in having))
-            if len(having) == len(found):
+            having = [(label, group, f[key]) for label, group, f in found if key in f]
+            by_group = {group: [(label, f) for label, g, f in having if g == group] for group in sizes}
+            whole = [those for group, those in by_group.items() if len(those) == sizes[group]]
+            if whole:  # every alternative breaks it (of one branch, when each is read on its own)
+                those = whole[0]
+                messages = list(dict.fromkeys(f.message for _, f in those))
                 message = messages[0] if len(messages) == 1 else "; ".join(
-                    f"when {label} runs: {f.message}" for label, f in having)
-                out.append(dataclasses.replace(finding, message=message))
+                    f"when {label}: {f.message}" for label, f in those)
+                out.append(dataclasses.replace(those[0][1], message=message))
             elif finding.severity != "error":
                 out.append(finding)
             else:
-                labels = " or ".join(label for label, _ in having)
+                labels = " or ".join(label for label, _, _ in having)
                 out.append(dataclasses.replace(finding, severity="warning", message=(
-                    f"{finding.message} (only when {labels} runs: the condition is known only at "
-                    "run time)")))
+                    f"{finding.message} (only when {labels}: the condition is known only at run "
+                    "time)")))
     return out
 
 

@@ -15,7 +15,7 @@ from generator.dialects.argv import is_flag, split
 from generator.dialects.launchers import started_by
 from generator.dialects.slurm import value_options
 from generator.readers.bash import Command, Field, Script, read_script
-from generator.readers.bash.evaluate import UNKNOWN
+from generator.readers.bash.evaluate import UNKNOWN, shell_code
 from generator.rules.registry import Fact
 from generator.values import record
 
@@ -202,7 +202,9 @@ class _Reader:
                         words = stripped[len("#SBATCH"):].split()
                     if words and not words[0].startswith("-"):  # sbatch: "Invalid directive"
                         invalid.append((words[0], self.src(offset + line.index("#SBATCH"))))
-                    for name, value in _options(words):
+                    # the options around a template's placeholder are what the user gets once
+                    # it is filled in (GL308 reports the placeholder itself)
+                    for name, value in _options(words, past_words=True):
                         options[name] = (value, offset + line.index("#SBATCH"))
             elif embedded and stripped and not stripped.startswith("#") and first_line is None:
                 first_line = number  # the heredoc script's first command
@@ -293,8 +295,7 @@ class _Reader:
             if base == "timeout":
                 k += 2
                 continue
-            if base in ("bash", "sh") and k + 1 < len(words) and (words[k + 1] or "").startswith("-") \
-                    and "c" in (words[k + 1] or ""):
+            if base in ("bash", "sh") and shell_code([base, *words[k + 1:]], 0) is not None:
                 if srun_options:
                     self.allocation(srun_options, "srun")
                 return  # the string itself was evaluated as commands of its own
@@ -637,13 +638,18 @@ def _batch_shell_slurm_variables(text: str) -> list[tuple[str, int]]:
     return found
 
 
-def _options(words: list[str]) -> list[tuple[str, str | None]]:
-    """``--opt=value``, ``--opt value`` and ``-N 2`` forms of sbatch/srun options."""
+def _options(words: list[str], past_words: bool = False) -> list[tuple[str, str | None]]:
+    """``--opt=value``, ``--opt value`` and ``-N 2`` forms of sbatch/srun options, up to the first
+    word that is not one (the job script on a command line); ``past_words``: read on past such
+    words (an #SBATCH line's placeholder, ``#SBATCH <ACCOUNT> --nodes=16``)."""
     out: list[tuple[str, str | None]] = []
     k = 0
     while k < len(words):
         word = words[k]
         if not word.startswith("-"):
+            if past_words:
+                k += 1
+                continue
             break
         name, eq, value = word.partition("=")
         if not eq and name in value_options() and k + 1 < len(words):

@@ -4,20 +4,39 @@ decided where their test or subject is known from the script (only the branch ba
 runs); an undecided branch may or may not run, so what it assigns leaves a variable's earlier
 value in place, or unknown ("depends on a branch") where it had none: an argument loop over
 ``$@`` keeps its defaults instead of its last ``case`` arm. Each undecided branch is recorded
-with its alternatives (``Script.undecided``), and ``read_script(decide=...)`` reads one of
-them, so the linter can read every alternative. Loop bodies run once. Command
-substitutions and values from the environment stay unknown. Nothing is executed. Budgets bound
-hostile input (commands, nesting, value sizes)."""
+with its alternatives (``Script.undecided``; an arm that exits is none), and
+``read_script(decide=...)`` reads one of them, so the linter can read every alternative
+(``readings``: all combinations, or each branch on its own). A test decided by the default of
+one of the script's arguments (``${1:-7B}``) is read as the default says, and its arms are
+alternatives all the same. The job an ``sbatch`` submits (its heredoc, a ``cat <<EOF | sbatch``,
+a file a heredoc wrote, ``$(sbatch ...)``) is read as a new shell, like ``bash -c``: it sees
+only exported variables. Loop bodies run once. Command substitutions and values from the
+environment stay unknown. Nothing is executed. Budgets bound hostile input (commands, nesting,
+value sizes)."""
 
 from __future__ import annotations
 
 import bisect
 import fnmatch
+import math
+import posixpath
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from generator.readers.bash import arith
-from generator.readers.bash.lexer import STOPPED, Arith, ArrayAssign, Lit, Op, Param, Redirect, Word, lex
+from generator.readers.bash.lexer import (
+    STOPPED,
+    Arith,
+    ArrayAssign,
+    Lit,
+    Op,
+    Param,
+    Redirect,
+    Unknown,
+    Word,
+    lex,
+)
 from generator.values import record
 
 UNKNOWN = "\x00"  # stands for a run-time value inside a field's text
@@ -25,6 +44,11 @@ MAX_COMMANDS = 20_000
 MAX_DEPTH = 8
 MAX_VALUE = 1 << 20
 MAX_WORDS = 10_000  # elements of one array (A=("${A[@]}" "${A[@]}") doubles it per line)
+# readings of a script's branches decided only at run time (Script.undecided): every combination
+# when there are at most MAX_COMBINATIONS; else each branch's arms one at a time, the other
+# branches left open, when they have at most MAX_ARMS; else none (a note says so)
+MAX_COMBINATIONS = 16
+MAX_ARMS = 64
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 KEYWORDS = {"if", "then", "elif", "else", "fi", "esac", "while", "until", "do", "done", "!", "{", "}",
             "time", "coproc"}
@@ -158,6 +182,19 @@ class _Branch:
     open_arms: list[int] = field(default_factory=list)  # the arms that may run, if not decided
     default: bool = False  # an else or a * pattern: some arm always runs
     effective: bool = False  # an undecided arm assigns or runs something the readers use
+    # the variable an undecided condition tests and the values it is tested for: (name,
+    # "is" / "is not" / "matches", [values]) for the condition being read and for each arm
+    tests: list[tuple[str, str, list[str]] | None] = field(default_factory=list)
+    said: list[tuple[str, str, list[str]] | None] = field(default_factory=list)
+    variable: str | None = None  # a case's subject, when it is one variable
+    # the condition being read (a case: its subject) is decided by the default of an argument of
+    # the script (``${1:-7B}``), which it may be given; ``soft``: some arm's condition is; ``sure``:
+    # an earlier arm ran whatever the arguments
+    soft_condition: bool = False
+    soft: bool = False
+    sure: bool = False
+    exits: set[int] = field(default_factory=set)  # arms that end the script (`exit` in the arm itself)
+    touched: bool = False  # an arm, taken or not, assigns or runs something besides INERT commands
 
     def condition(self) -> bool | None:
         """The exit status of the condition's commands joined by && and || (left to right, as
@@ -194,7 +231,11 @@ class Evaluator:
         self.count = 0
         self.branches: list[_Branch] = []
         self.piped = False  # the command being read takes the previous one's output
+        self.conditional = False  # it runs after && or || (an `|| exit 1` may not exit)
         self.positional: list[Field] | None = None  # $1... inside a `bash -c CODE NAME ARGS` string
+        self.branch_names: dict[int, str] = {}  # undecided branches, as a note names them
+        # heredocs read so far: (the file they are written to, or None; (body, offset); pieces)
+        self.heredocs: list[tuple[Field | None, tuple[str, int], tuple[tuple[int, int], ...]]] = []
 
     # -- values ------------------------------------------------------------------------------
     def lookup(self, name: str) -> Var | None:
@@ -386,47 +427,108 @@ class Evaluator:
         elif word == "elif" and is_if:  # reached only when no earlier arm ran
             top.mode = "skip" if top.taken else "maybe" if top.uncertain else "run"
         if word in ("if", "elif") and is_if:
-            top.in_condition, top.parts, top.negate = True, [], False
+            top.in_condition, top.parts, top.tests, top.negate = True, [], [], False
+            top.soft_condition = False
         elif word == "!" and is_if and top.in_condition:
             top.negate = not top.negate
         elif word == "then" and is_if:
             top.in_condition = False
-            self.start_arm(top, top.condition(), offset)
+            holds = top.condition()
+            # (a condition of several tests is read as the defaults say: forcing its arm could
+            # contradict a test on another value, as `[ $SP = true ] && [ $TP -gt 1 ]` would)
+            self.start_arm(top, holds, offset, top.tests[0] if len(top.tests) == 1 else None,
+                           soft=top.soft_condition and holds is not None and len(top.parts) == 1)
         elif word == "else" and is_if:
             top.default = True
-            self.start_arm(top, None if top.uncertain else True, offset)
+            self.start_arm(top, None if top.uncertain else True, offset, _otherwise(top.said), soft=top.soft)
         elif (word == "fi" and is_if) or (word == "esac" and top is not None and top.kind == "case"):
             self.end_branch(self.branches.pop())
 
-    def start_arm(self, branch: _Branch, holds: bool | None, offset: int) -> None:
-        """An arm begins: taken as ``decide`` says when its condition is not known."""
+    def start_arm(self, branch: _Branch, holds: bool | None, offset: int,
+                  said: tuple[str, str, list[str]] | None = None, soft: bool = False) -> None:
+        """An arm begins: taken as ``decide`` says when its condition is not known (``said``:
+        what the condition tests, to name the arm). A ``soft`` condition, decided by the default
+        of an argument the script may be given, is read as the default says (the run without
+        arguments) and its arm is an alternative all the same."""
         index = len(branch.arms)
         branch.arms.append(offset)
-        if holds is None and not branch.taken:
+        branch.said.append(said)
+        if soft and not branch.sure:
+            branch.soft = True
             branch.open_arms.append(index)
             if branch.offset in self.decide:
                 holds = self.decide[branch.offset] == index
+        elif holds is None and not branch.taken:
+            branch.open_arms.append(index)
+            if branch.offset in self.decide:
+                holds = self.decide[branch.offset] == index
+        elif holds is True and not branch.uncertain:
+            branch.sure = True
         branch.arm(holds)
 
     def end_branch(self, branch: _Branch) -> None:
         """Record an undecided branch's alternatives: each arm that may run, and "none" when
         no arm is sure to (no else, no * pattern, no arm known to hold)."""
-        if not branch.open_arms or not branch.effective or branch.offset in self.script.undecided:
+        effective = branch.effective or (branch.soft and branch.touched)  # (soft: arms not taken count)
+        if not branch.open_arms or not effective or branch.offset in self.script.undecided:
             return  # (an arm that only echoes and exits reads the same either way)
         def line(offset: int) -> int:
             return self.script.position(offset)[0]
 
-        alternatives = [(k, f"the branch at line {line(branch.arms[k])}") for k in branch.open_arms]
-        if not branch.default and not branch.taken:
-            alternatives.append((-1, f"no branch of the {branch.kind} at line {line(branch.offset)}"))
+        # (an arm that exits launches nothing: it is no alternative run)
+        alternatives = [(k, _name_arm(branch.said[k], f"line {line(branch.arms[k])}",
+                                      f"the branch at line {line(branch.arms[k])} runs"))
+                        for k in branch.open_arms if k not in branch.exits]
+        if not branch.default and (not branch.taken or branch.soft):
+            at = f"the {branch.kind} at line {line(branch.offset)}"
+            alternatives.append((-1, _name_arm(_otherwise(branch.said), at, f"no branch of {at} runs")))
+        if not alternatives:
+            return
         self.script.undecided[branch.offset] = alternatives
+        tested = {s[0] for s in branch.said if s is not None}
+        variable = branch.variable or (next(iter(tested)) if len(tested) == 1 else None)
+        self.branch_names[branch.offset] = f"{variable} (line {line(branch.offset)})" if variable \
+            else f"the {branch.kind} at line {line(branch.offset)}"
 
     def condition_part(self, branch: _Branch, words: list, terminator: Op, depth: int) -> None:
         value = self.test(words, depth)
+        soft = value is not None and self.argument_test(words, depth)
+        branch.soft_condition = branch.soft_condition or soft
+        said = self.tested(words, depth) if (value is None or soft) and not branch.negate else None
         if branch.negate and value is not None:
             value = not value
         branch.negate = False
         branch.parts.append((value, terminator.text))
+        branch.tests.append(said)
+
+    def argument_test(self, words: list, depth: int) -> bool:
+        """Whether a test reads the default of an argument of the script (``${1:-7B}``)."""
+        return any(_argument_default(f) for w in words if isinstance(w, Word)
+                   for f in self.expand_word(w, depth))
+
+    def tested(self, words: list, depth: int) -> tuple[str, str, list[str]] | None:
+        """What a test not decided statically compares: ``[ "$MODEL_SIZE" = 13B ]`` -> ("MODEL_SIZE",
+        "is", ["13B"]) (with ``!=``: "is not"; a ``[[ == ]]`` pattern: "matches"); None for other
+        tests."""
+        words = [w for w in words if isinstance(w, Word)]
+        texts = [w.literal() for w in words]
+        if texts[:1] == ["test"]:
+            words, texts = words[1:], texts[1:]
+        elif texts[:1] in (["["], ["[["]) and texts[-1:] in (["]"], ["]]"]):
+            words, texts = words[1:-1], texts[1:-1]
+        else:
+            return None
+        if len(words) != 3 or texts[1] not in ("=", "==", "!="):
+            return None
+        for variable, other in ((words[0], words[2]), (words[2], words[0])):
+            name = _variable(variable)
+            fields = self.expand_word(other, depth)
+            if name and len(fields) == 1 and UNKNOWN not in (fields[0].text or UNKNOWN):
+                value = fields[0].text
+                how = "is not" if texts[1] == "!=" else "matches" if texts[0] == "[[" and \
+                    any(c in value for c in "*?[") else "is"
+                return name, how, [value]
+        return None
 
     def test(self, words: list, depth: int) -> bool | None:
         """A ``[ ... ]``, ``[[ ... ]]`` or ``test`` condition decided from known values: string
@@ -465,10 +567,10 @@ class Evaluator:
         branch.default = branch.default or "*" in patterns
         offset = next((w.offset for w in words if isinstance(w, Word)), branch.offset)
         if branch.subject is None or any(p is None or UNKNOWN in p for p in patterns):
-            self.start_arm(branch, None, offset)
+            self.start_arm(branch, None, offset, _patterns_said(branch, patterns))
         else:
             self.start_arm(branch, any(fnmatch.fnmatchcase(branch.subject, p.lstrip("(")) for p in patterns),
-                           offset)
+                           offset, _patterns_said(branch, patterns), soft=branch.soft_condition)
 
     def arm_end(self) -> None:
         top = self.branches[-1] if self.branches else None
@@ -479,12 +581,13 @@ class Evaluator:
     def run(self, items: list, depth: int) -> None:
         command: list = []
         open_branches = len(self.branches)
-        self.piped = False
+        self.piped = self.conditional = False
         for item in [*items, Op("\n", -1)]:
             if isinstance(item, Op):
                 self.simple(command, depth, item)
                 command = []
                 self.piped = item.text == "|"
+                self.conditional = item.text in ("&&", "||")
                 if item.text in _ARM_END:
                     self.arm_end()
             else:
@@ -517,13 +620,21 @@ class Evaluator:
                 else []
             known = subject[0].text if len(subject) == 1 and UNKNOWN not in (subject[0].text or UNKNOWN) \
                 else None
-            branch = _Branch("case", items[0].offset, mode="skip", subject=known, expect_pattern=True)
+            branch = _Branch("case", items[0].offset, mode="skip", subject=known, expect_pattern=True,
+                             variable=_variable(words[1]) if len(words) > 1 else None,
+                             soft_condition=any(map(_argument_default, subject)))
             self.branches.append(branch)
             if len(words) > 3 and terminator.text in (")", "|"):  # `case $1 in --n)` on one line
                 self.case_pattern(branch, words[3:], terminator, depth)
             return
+        if head == "exit" and not self.conditional and self.branches and self.branches[-1].arms:
+            self.branches[-1].exits.add(len(self.branches[-1].arms) - 1)  # (read in an arm not taken too)
+        if head not in INERT and head != "[[":
+            for branch in self.branches:
+                branch.touched = True
         if head in ("for", "select", "[[", "function") or self.mode() == "skip":
             return
+        self.submissions(words, depth)
         if terminator.text == "(" and len(words) == 1 and head:  # name() { ...: a function header
             return
         env: dict[str, Field] = {}
@@ -569,12 +680,37 @@ class Evaluator:
             if r.heredoc is not None:
                 body, pieces = self.heredoc_text(r.heredoc.parts, depth)
                 heredoc = (body, r.heredoc.body_offset)
-        self.script.commands.append(Command(
-            argv, env, items[0].offset,
-            [(r.op, join(self.expand_text(r.target.parts, depth)) if r.target else None)
-             for r in redirects],
-            heredoc, depth, self.piped))
+        targets = [(r.op, join(self.expand_text(r.target.parts, depth)) if r.target else None)
+                   for r in redirects]
+        if heredoc is not None:  # kept: a job script written here may be submitted later
+            written = next((t for op, t in targets if op in (">", ">|") and t is not None), None)
+            self.heredocs.append((written, heredoc, pieces))
+        elif name == "sbatch":
+            heredoc, pieces = self.job_script(argv)
+        self.script.commands.append(Command(argv, env, items[0].offset, targets, heredoc, depth, self.piped))
         self.nested(argv, depth, heredoc, pieces)
+
+    def job_script(self, argv: list[Field]) -> tuple[tuple[str, int] | None, tuple[tuple[int, int], ...]]:
+        """The heredoc an ``sbatch`` without one of its own submits: ``cat <<EOF | sbatch``, or a
+        file written earlier as ``cat > job.sh <<EOF`` and submitted as ``sbatch job.sh`` (the same
+        name, or the same run-time value such as ``$(mktemp)``); (None, ()) when there is none."""
+        if self.piped and self.heredocs and self.heredocs[-1][0] is None and self.script.commands and \
+                self.script.commands[-1].heredoc == self.heredocs[-1][1]:
+            return self.heredocs[-1][1], self.heredocs[-1][2]
+        for written, heredoc, pieces in reversed(self.heredocs):
+            if written is not None and any(_same_path(written, f) for f in argv[1:]):
+                return heredoc, pieces
+        return None, ()
+
+    def submissions(self, words: list, depth: int) -> None:
+        """``JOB=$(sbatch --parsable <<EOF ... EOF)``: a job submitted inside a command
+        substitution is read like one submitted on its own (its output, the job id, stays
+        unknown)."""
+        for word in words:
+            for part in word.parts if isinstance(word, Word) else []:
+                text = part.text if isinstance(part, Unknown) and part.text.startswith("$(") else ""
+                if re.match(r"\$\(\s*sbatch\s", text) and text.endswith(")") and depth < MAX_DEPTH:
+                    self.run_text(text[2:-1], part.offset + 2, depth + 1, in_place=True)
 
     def array_values(self, w: ArrayAssign, depth: int) -> list[list[Seg]]:
         return [[Seg(f.text, f.offset, f.note)] for word in w.words for f in self.expand_word(word, depth)]
@@ -629,22 +765,40 @@ class Evaluator:
         code: Field | None = None
         positional: list[Field] | None = None
         for k, word in enumerate(words):
-            if word in ("bash", "sh") and k + 2 < len(words) and words[k + 1] in ("-c", "-xc", "-ec", "-lc"):
-                code, positional = argv[k + 2], argv[k + 4:]
+            if (at := shell_code(words, k)) is not None:
+                code, positional = argv[at], argv[at + 2:]
                 break
             if word == "eval" and k + 1 < len(argv):
-                code = Field(" ".join(f.text or "" for f in argv[k + 1:]), argv[k + 1].offset)
+                code = _joined(argv[k + 1:])
                 break
         if code is not None and code.text and depth < MAX_DEPTH:
             saved = self.positional
             if positional is not None:
                 self.positional = positional
             try:
-                self.run_text(code.text, code.offset, depth + 1, pieces=code.pieces)
+                with self.child(positional is not None):
+                    self.run_text(code.text, code.offset, depth + 1, pieces=code.pieces)
             finally:
                 self.positional = saved
         if heredoc is not None and words and words[0] == "sbatch" and depth < MAX_DEPTH:
-            self.run_text(heredoc[0], heredoc[1], depth + 1, pieces=heredoc_pieces, in_place=True)
+            with self.child(True):  # the job's shell starts from the submitting one's environment
+                self.run_text(heredoc[0], heredoc[1], depth + 1, pieces=heredoc_pieces, in_place=True)
+
+    @contextmanager
+    def child(self, new_process: bool):
+        """A new shell (``bash -c``, a submitted job) sees only the exported variables: the
+        ``$CMD`` of ``bash -c '$CMD'`` is empty unless CMD was exported. What it sets is kept
+        afterwards, as the environment of the commands it runs (``export X=1; python ...``)."""
+        if not new_process:
+            yield
+            return
+        outer = self.vars
+        self.vars = {name: var for name, var in outer.items() if var.exported}
+        try:
+            yield
+        finally:
+            inner, self.vars = self.vars, outer
+            outer.update((name, var) for name, var in inner.items() if outer.get(name) is not var)
 
     def source(self, path: Field, depth: int) -> None:
         """Follow `source FILE` when the caller can resolve it (another file being linted)."""
@@ -665,11 +819,35 @@ class Evaluator:
         (``in_place``: its lines are the file's) or to the string's place."""
         items, problems, cuts = lex(text, 0)
         where = _placer(pieces, offset, in_place)
+        starts = [start for start, _ in pieces[1:]]
         for item in items:
+            if starts:
+                _split(item, starts)
             _rebase(item, where)
         self.script.problems += [(where(o), message) for o, message in problems]
         self.script.cuts += [(where(o), kind) for o, kind in cuts]
         self.run(items, depth)
+
+
+_SHELL_OPTION_ARGUMENT = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
+
+
+def shell_code(words: list[str | None], k: int) -> int | None:
+    """The index of the code string when ``words[k]`` is ``bash`` or ``sh`` run with ``-c``
+    (``bash -c CODE``, ``-lc``, ``-x -c``, ``--login -c``, ``-o pipefail -c``: bash's options come
+    first, the first word after them is the code); None otherwise."""
+    if words[k] not in ("bash", "sh"):
+        return None
+    j, command = k + 1, False
+    while j < len(words) and (words[j] or "")[:1] in ("-", "+") and words[j] not in ("-", "--"):
+        word = words[j] or ""
+        if word in _SHELL_OPTION_ARGUMENT:
+            j += 1
+        elif not word.startswith("--") and "c" in word[1:]:
+            command = True
+        j += 1
+    j += 1 if j < len(words) and words[j] == "--" else 0
+    return j if command and j < len(words) else None
 
 
 def _placer(pieces: tuple[tuple[int, int], ...], offset: int, shift: bool = False):
@@ -688,6 +866,100 @@ def _placer(pieces: tuple[tuple[int, int], ...], offset: int, shift: bool = Fals
     return where
 
 
+_ARGUMENT_DEFAULT = re.compile(r"^default of \$\{[1-9][0-9]*[:=?+-]")
+
+
+def _argument_default(f: Field) -> bool:
+    """A value that is the default of one of the script's arguments (``${1:-7B}``): the script
+    may be given the argument, so a test on it is decided only when it runs."""
+    return any(_ARGUMENT_DEFAULT.match(note) for note in (f.note or "").split("; "))
+
+
+def _variable(word: object) -> str | None:
+    """The variable a word is, when it is only one expansion: ``"$MODEL_SIZE"``, ``${SIZE}``,
+    ``${1:-7B}`` ("$1")."""
+    parts = getattr(word, "parts", None) or []
+    if len(parts) != 1 or not isinstance(parts[0], Param) or parts[0].index or parts[0].length or \
+            parts[0].indirect or parts[0].op not in ("", ":-", "-"):
+        return None
+    name = parts[0].name
+    return f"${name}" if name[0] in "0123456789@*#?$!-" else name
+
+
+def _patterns_said(branch: _Branch, patterns: list[str | None]) -> tuple[str, str, list[str]] | None:
+    """A case arm's patterns as a test of its subject (None when the subject is not one variable
+    or a pattern is not known)."""
+    if branch.variable is None or any(p is None or UNKNOWN in p for p in patterns):
+        return None
+    values = [p.lstrip("(") for p in patterns]
+    if "*" in values:
+        return _otherwise(branch.said)
+    return branch.variable, "matches" if any(c in v for v in values for c in "*?[") else "is", values
+
+
+def _otherwise(said: list[tuple[str, str, list[str]] | None]) -> tuple[str, str, list[str]] | None:
+    """What an else (or ``*``, or no arm) means after arms that each test the same variable for
+    values: that it is none of them."""
+    if not said or any(s is None or s[1] != "is" or s[0] != said[0][0] for s in said):
+        return None
+    return said[0][0], "is none of", [v for s in said for v in s[2]]
+
+
+def _name_arm(said: tuple[str, str, list[str]] | None, where: str, otherwise: str) -> str:
+    """How findings name an alternative: "MODEL_SIZE is 13B (line 12)", or ``otherwise`` ("the
+    branch at line 12 runs") when its condition is not a test of one variable."""
+    if said is None:
+        return otherwise
+    name, how, values = said
+    if how == "is none of" and len(values) == 1:
+        how = "is not"
+    joined = ", ".join(values) if how == "is none of" else " or ".join(values)
+    return f"{name} {how} {joined} ({where})"
+
+
+def _joined(fields: list[Field]) -> Field:
+    """Words joined with spaces (what ``eval`` runs), each piece still placed where it was written."""
+    pieces, position = [], 0
+    for f in fields:
+        pieces += [(position + at, offset) for at, offset in f.pieces or ((0, f.offset),)]
+        position += len(f.text or "") + 1
+    return Field(" ".join(f.text or "" for f in fields), fields[0].offset, pieces=tuple(pieces))
+
+
+def _same_path(written: Field, named: Field) -> bool:
+    """A file written and a file named are the same: the same text, or, for a run-time value,
+    the same one (expanded from the same place)."""
+    if UNKNOWN not in (written.text or UNKNOWN):
+        return posixpath.normpath(written.text) == posixpath.normpath(named.text or "")
+    return written.text == named.text and written.offset == named.offset
+
+
+def _split(item: object, starts: list[int]) -> None:
+    """Cut the literals of a re-lexed string where its pieces begin (``starts``), so each part
+    keeps to one piece and goes back to where that piece was written (a command assembled from
+    several variables or array elements, run by ``bash -c`` inside a heredoc job)."""
+    for name in ("parts", "arg"):
+        parts = getattr(item, name, None)
+        if not parts:
+            continue
+        out = []
+        for part in parts:
+            _split(part, starts)
+            if isinstance(part, Lit) and len(part.text) > 1:
+                begin = end = part.offset
+                end += len(part.text)
+                cuts = [c for c in starts[bisect.bisect_right(starts, begin):] if c < end]
+                for a, b in zip([begin, *cuts], [*cuts, end], strict=True):
+                    out.append(Lit(part.text[a - begin:b - begin], a, part.quoted))
+            else:
+                out.append(part)
+        setattr(item, name, out)
+    for name in ("words", "target", "heredoc"):
+        child = getattr(item, name, None)
+        for grandchild in child if isinstance(child, list) else [child] if child is not None else []:
+            _split(grandchild, starts)
+
+
 def _rebase(item: object, where) -> None:
     """Move every offset of a re-lexed item back into the file (``where(position)``)."""
     if hasattr(item, "offset"):
@@ -695,9 +967,12 @@ def _rebase(item: object, where) -> None:
     for name in ("parts", "words", "arg"):
         for child in getattr(item, name, None) or []:
             _rebase(child, where)
-    target = getattr(item, "target", None)
-    if target is not None:
-        _rebase(target, where)
+    for name in ("target", "heredoc"):
+        child = getattr(item, name, None)
+        if child is not None:
+            _rebase(child, where)
+    if hasattr(item, "body_offset"):  # a heredoc's body, re-lexed with the string it is in
+        item.body_offset = where(item.body_offset)
 
 
 def read_script(text: str, name: str = "-", resolve_source=None,
@@ -720,4 +995,41 @@ def read_script(text: str, name: str = "-", resolve_source=None,
                                    f"{MAX_WORDS:,}-element arrays)"))
     except RecursionError:
         script.problems.append((0, f"{STOPPED}: nesting too deep to follow"))
+    if decide is None and (note := _unread(script.undecided, evaluator.branch_names)) is not None:
+        script.problems.append(note)
     return script
+
+
+def readings(undecided: dict[int, list[tuple[int, str]]]) -> tuple[list[dict[int, int]], bool]:
+    """The ``decide`` of each reading of a script's undecided branches, and whether each branch
+    is read on its own (the others left open): see MAX_COMBINATIONS and MAX_ARMS. Reading each
+    on its own checks every arm, but not a rule between the values two branches set."""
+    combinations = math.prod(len(alternatives) for alternatives in undecided.values())
+    if combinations <= MAX_COMBINATIONS:
+        combos: list[dict[int, int]] = [{}]
+        for branch, alternatives in undecided.items():
+            combos = [{**c, branch: index} for c in combos for index, _ in alternatives]
+        return (combos if undecided else []), False
+    if sum(len(alternatives) for alternatives in undecided.values()) <= MAX_ARMS:
+        return [{branch: index} for branch, alternatives in undecided.items()
+                for index, _ in alternatives], True
+    return [], False
+
+
+def _unread(undecided: dict[int, list[tuple[int, str]]], names: dict[int, str]) -> tuple[int, str] | None:
+    """A note, at the first of them, when a script's undecided branches are not read in every
+    combination: which branches, how many combinations, and what is read instead."""
+    combinations = math.prod(len(alternatives) for alternatives in undecided.values())
+    if combinations <= MAX_COMBINATIONS:
+        return None
+    branches = [names.get(offset, "?") for offset in sorted(undecided)]
+    listed = ", ".join(branches[:-1]) + f" and {branches[-1]}"
+    what = (f"the branches on {listed}, decided only when the script runs (by its arguments or "
+            f"environment), make {combinations:,} combinations, more than the {MAX_COMBINATIONS} lint reads")
+    arms = sum(len(alternatives) for alternatives in undecided.values())
+    if readings(undecided)[1]:
+        return min(undecided), (f"{what}: each branch is read on its own, the others left open; a rule "
+                                "between values that two of them set is not checked")
+    return min(undecided), (f"{what}, and their {arms} arms more than the {MAX_ARMS} it reads one at a "
+                            "time: none is expanded (a size table among them is not read); what they set "
+                            "is unknown and not checked")

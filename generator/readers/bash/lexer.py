@@ -117,6 +117,8 @@ class Heredoc:
     terminated: bool = False
 
 
+# <<EOF, <<-'EOF', <<\EOF (not <<< nor an arithmetic 1<<2)
+_HEREDOC_START = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(['\"]?)\\?([A-Za-z_][A-Za-z0-9_.-]*)\2")
 _NEXT_OPTION = re.compile(r"[ \t]*-")
 _BLANKS_TO_EOL = re.compile(r"[ \t]+\n")
 
@@ -370,11 +372,34 @@ class Lexer:
         self.i = end + 1
         return Unknown(self.s[start:self.i], self.off(start), quoted)
 
-    def skip_balanced(self, open_: str, close: str) -> int:
-        """From just after an opening bracket, the index just after its match."""
+    def skip_balanced(self, open_: str, close: str, command: bool = False) -> int:
+        """From just after an opening bracket, the index just after its match. In a ``command``
+        substitution, comments and heredoc bodies are skipped as bash does (a ``don't`` or a
+        ``)`` in them does not count)."""
         depth, s = 1, self.s
+        pending: list[tuple[bool, str]] = []  # heredocs whose bodies start at the next newline
         while self.i < len(s):
             c = s[self.i]
+            if command and c == "#" and (self.i == 0 or s[self.i - 1] in " \t\n;&|("):
+                end = s.find("\n", self.i)
+                self.i = len(s) if end < 0 else end
+                continue
+            if command and c == "<" and (m := _HEREDOC_START.match(s, self.i)):
+                pending.append((m.group(1) == "-", m.group(3)))
+                self.i = m.end()
+                continue
+            if c == "\n" and pending:
+                self.i += 1
+                for strip, delimiter in pending:
+                    while self.i < len(s):
+                        end = s.find("\n", self.i)
+                        end = len(s) if end < 0 else end
+                        line = s[self.i:end]
+                        self.i = end + 1
+                        if (line.lstrip("\t") if strip else line).rstrip("\r") == delimiter:
+                            break
+                pending = []
+                continue
             if c == "\\":
                 self.i += 2
                 continue
@@ -412,7 +437,7 @@ class Lexer:
             return Unknown(s[start:self.i], self.off(start), quoted)  # $( (...) ) subshell
         if self.at("$("):
             self.i += 2
-            self.skip_balanced("(", ")")
+            self.skip_balanced("(", ")", command=True)
             return Unknown(s[start:self.i], self.off(start), quoted)
         if self.at("${"):
             self.i += 2
@@ -447,7 +472,10 @@ class Lexer:
         elif inner.startswith("!"):
             param.indirect, k = True, 1
         j = k
-        if j < len(inner) and inner[j] in SPECIAL_PARAMS and not param.length:
+        if j < len(inner) and inner[j].isdigit():  # ${10}: the tenth argument
+            while j < len(inner) and inner[j].isdigit():
+                j += 1
+        elif j < len(inner) and inner[j] in SPECIAL_PARAMS and not param.length:
             j += 1
         else:
             while j < len(inner) and inner[j] in NAME_CHARS:
