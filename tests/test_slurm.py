@@ -359,3 +359,32 @@ def test_the_partitions_maximum_is_the_one_slurm_enforces(slurm, tmp_path: Path,
     else:
         resolve(load_spec(spec))
 
+
+
+def test_slurm_variables_are_set_as_gl303_says(slurm, tmp_path: Path) -> None:
+    """Each output variable GL303 knows is set by a real sbatch when the header has one of the
+    options slurm_variables.yaml names, and only then: left empty with --nodes alone or another
+    option (so a script that reads it then gets GL303)."""
+    from generator.data import load
+
+    table = load("slurm_variables.yaml")
+    value_of = {"-n": "-n 2", "--ntasks": "--ntasks=2", "--ntasks-per-node": "--ntasks-per-node=2",
+                "-c": "-c 1", "--cpus-per-task": "--cpus-per-task=1", "--gpus-per-node": "--gpus-per-node=1",
+                "--gres": "--gres=gpu:1", "--gpus": "--gpus=1", "-G": "-G 1", "--gpus-per-task": "--gpus-per-task=1",
+                "--mem": "--mem=100"}
+    echo = " ".join(f"{v}=[${v}]" for v in table)
+    runs = [("--nodes=1", None)] + [(value_of[option], option) for needs in table.values() for option in needs]
+    jobs = []
+    for k, (header, option) in enumerate(runs):
+        script = tmp_path / f"job{k}.sbatch"
+        script.write_text(f"#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH {header}\n#SBATCH --output={tmp_path}/out{k}.txt\n"
+                          f"echo {echo}\n")
+        jobs.append((submit(tmp_path, script), k, option))
+    wrong = []
+    for job, k, option in jobs:
+        assert wait(job)[0] == "COMPLETED"
+        got = dict(re.findall(r"(SLURM_\w+)=\[([^\]]*)\]", (tmp_path / f"out{k}.txt").read_text()))
+        # set exactly by the options the table names (GL303 neither misses nor invents)
+        wrong += [(variable, option, got[variable]) for variable, needs in table.items()
+                  if (got[variable] != "") != (option in needs)]
+    assert wrong == [], wrong

@@ -337,7 +337,8 @@ def slurm_variable(slurm_variables: dict, sbatch_options: tuple = ()) -> str | N
     SLURM_GPUS_PER_NODE without --gpus-per-node (it stays empty with --gres). Unset, they expand
     to nothing (or abort under set -u). Fix: request the resource, or use another variable.
 
-    Example: echo $SLURM_NTASKS with only --ntasks-per-node in the header."""
+    Example: echo $SLURM_NTASKS with only --nodes in the header (--ntasks or --ntasks-per-node
+    would set it)."""
     for variable, needs in load("slurm_variables.yaml").items():
         if variable in slurm_variables and not set(needs) & set(sbatch_options or ()):
             return (f"${variable} is not set by Slurm without {' or '.join(needs)} in the header",
