@@ -155,6 +155,12 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
               # a config file alone (GPT-NeoX's) says nothing of the environment
               ({"tp": 2, "framework": "megatron-deepspeed", "megatron_dialect": "megatron-lm"},
                {"tp": 2, "framework": "megatron-deepspeed"}, "CUDA_DEVICE_MAX_CONNECTIONS is not set"),
+              # microsoft's fork without --deepspeed: its async all-reduce, unless turned off
+              ({"tp": 2, "framework": "megatron-lm", "megatron_dialect": "megatron-deepspeed/microsoft",
+                "megatron_flags": {"--DDP-impl": "x.yaml:9:1"}},
+               {"tp": 2, "framework": "megatron-lm", "megatron_dialect": "megatron-deepspeed/microsoft",
+                "megatron_flags": {"--no-async-tensor-model-parallel-allreduce": "x.yaml:9:1"}},
+               "with the async tensor-parallel all-reduce (no --deepspeed)"),
               # microsoft's fork: only with --sequence-parallel (or without --deepspeed) ...
               ({"tp": 2, "framework": "megatron-deepspeed", "megatron_dialect": "megatron-deepspeed/microsoft",
                 "sequence_parallel": True, "deepspeed_flag": True},

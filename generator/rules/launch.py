@@ -265,13 +265,14 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
                      cuda_device_max_connections: str | None = None, gpu_vendor: str | None = None,
                      nvidia_cc: float | None = None, megatron_dialect: str | None = None,
                      sequence_parallel: bool | None = None,
-                     deepspeed_flag: bool | None = None) -> str | None:
+                     deepspeed_flag: bool | None = None, megatron_flags: dict | None = None) -> str | None:
     """Megatron-LM asserts ``Using tensor model parallelism or context parallelism require setting
     the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`` with tp > 1 or cp > 1 on GPUs
     below compute capability 10. microsoft/Megatron-DeepSpeed raises only with
     --sequence-parallel, or without --deepspeed (its async tensor-parallel all-reduce is then
-    on), on any CUDA GPU; BigScience's fork never checks it. A warning here: the GPU is often not
-    known from a script. Fix: export it.
+    on, unless --no-async-tensor-model-parallel-allreduce turns it off; --sequence-parallel is
+    itself turned off at tp 1), on any CUDA GPU; BigScience's fork never checks it. A warning
+    here: the GPU is often not known from a script. Fix: export it.
 
     Example: --tensor-model-parallel-size 2 on H100 without export
     CUDA_DEVICE_MAX_CONNECTIONS=1."""
@@ -285,17 +286,22 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
     if asserted == "never":
         return None
     if asserted == "sequence-parallel-or-no-deepspeed":
-        why = "--sequence-parallel" if sequence_parallel else \
-            None if deepspeed_flag else "the async tensor-parallel all-reduce (no --deepspeed)"
+        async_off = deepspeed_flag or "--no-async-tensor-model-parallel-allreduce" in (megatron_flags or {})
+        why = "--sequence-parallel" if sequence_parallel and tp > 1 else \
+            None if async_off else "the async tensor-parallel all-reduce (no --deepspeed)"
         if why is None:
             return None
         return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; {dialect(megatron_dialect).title} requires "
-                f"export CUDA_DEVICE_MAX_CONNECTIONS=1 with {why}")
+                f"export CUDA_DEVICE_MAX_CONNECTIONS=1 with {why}", _CONNECTIONS)
     if tp == 1 and (cp or 1) == 1:
         return None
     if nvidia_cc and nvidia_cc >= 10:
         return None
-    return f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; export CUDA_DEVICE_MAX_CONNECTIONS=1 (tp {tp})"
+    return f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; export CUDA_DEVICE_MAX_CONNECTIONS=1 (tp {tp})", _CONNECTIONS
+
+
+_CONNECTIONS = ("tp", "framework", "cp", "cuda_device_max_connections", "gpu_vendor", "nvidia_cc",
+                "megatron_dialect", "sequence_parallel", "deepspeed_flag")  # GL203's, its flags aside
 
 
 @rule("GL301", "sbatch-launch-style", "The sbatch header must fit the launch style.")
