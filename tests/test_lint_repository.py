@@ -307,3 +307,14 @@ def test_a_pinned_megatron_submodule_not_checked_out_makes_the_catalogue_a_guess
     assert "not checked out" in message
     (tmp_path / ".gitmodules").unlink()  # no submodule: the catalogue's verdict stands
     assert [(c, level) for c, level, _ in findings(script) if c == "GL201"] == [("GL201", "error")]
+
+
+def test_a_parallel_size_given_at_run_time_is_unknown_not_the_default(tmp_path: Path) -> None:
+    """`--tensor-model-parallel-size $TP`: tp is whatever $TP is, not Megatron's default 1, so
+    --sequence-parallel is not "without effect at tp 1" (GL010)."""
+    script = tmp_path / "train.sh"
+    script.write_text(SCRIPT.format(entry="pretrain_gpt.py", flags="--sequence-parallel").replace(
+        "--tensor-model-parallel-size 2", "--tensor-model-parallel-size $TP"))
+    assert findings(script) == []
+    script.write_text(script.read_text().replace("--tensor-model-parallel-size $TP", ""))
+    assert [(c, level) for c, level, _ in findings(script)] == [("GL010", "warning")]

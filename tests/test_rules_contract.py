@@ -119,10 +119,10 @@ def _table_facts() -> set[str]:
     """The facts the readers take from the dialect tables, asked of the readers' own tables."""
     from generator.dialects.keyed import keyed_dialect
     from generator.dialects.launchers import launchers
-    from generator.readers.launch import _megatron_reading, _trainer_reading
+    from generator.readers.launch import _trainer_reading, megatron_reading
     from generator.readers.neox_config import _keys
 
-    ints, switches, _ = _megatron_reading()
+    ints, switches, _ = megatron_reading()
     names = {*ints.values(), *switches.values(), *_trainer_reading().values(), *_keys().values()}
     for keyed in ("deepspeed", "accelerate"):
         names |= {name for name, _, _ in keyed_dialect(keyed).read_paths()}

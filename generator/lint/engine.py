@@ -15,7 +15,7 @@ from generator.dialects.keyed import keyed_dialect
 from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import MAX_COMBINATIONS, UNKNOWN, readings
 from generator.readers.deepspeed_json import read_deepspeed_json
-from generator.readers.launch import accelerate_world, read_launch
+from generator.readers.launch import accelerate_world, megatron_reading, read_launch
 from generator.readers.neox_config import looks_like_neox_config, read_neox_config
 from generator.readers.trainer_config import read_trainer_config
 from generator.rules import Fact, Finding, run_rules
@@ -394,8 +394,12 @@ def views(run: Run) -> list[dict[str, Fact]]:
         if generic not in script and isinstance(run.ds_facts.get(ds_name, Fact(None, "")).value, int):
             script[generic] = run.ds_facts[ds_name]  # Ulysses; a PipelineModule's stages
     if run.facts:  # a launch: parallel sizes not given are Megatron's and DeepSpeed's default 1
+        ints = megatron_reading()[0]  # (a flag given a run-time value is not "not given")
+        given = {ints[f] for f in (run.facts["megatron_flags"].value if "megatron_flags" in run.facts else ())
+                 if f in ints}
         for name in ("tp", "pp", "cp", "ep"):
-            script.setdefault(name, Fact(1, "default"))
+            if name not in given:
+                script.setdefault(name, Fact(1, "default"))
     _data_parallel(script)
     _schedule_in_iterations(script)
     if not any(k in run.ds_facts for k in keyed_dialect("deepspeed").generic_facts()):

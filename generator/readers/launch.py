@@ -104,7 +104,7 @@ def _trainer_reading() -> dict[str, str]:
 
 
 @cache
-def _megatron_reading() -> tuple[dict[str, str], dict[str, str], set[str]]:
+def megatron_reading() -> tuple[dict[str, str], dict[str, str], set[str]]:
     """From the dialect tables: {int flag: fact}, {switch flag: fact} over every Megatron
     dialect, and the flags that mark an argument list as Megatron's (batch and layout)."""
     ints = {e.flag: e.fact or e.value for e in all_entries() if e.type == "int" and e.nargs == 1}
@@ -451,7 +451,7 @@ class _Reader:
         self.out.facts["megatron_flag_values"] = Fact(
             {option.flag: tuple(None if t is None or UNKNOWN in t else t for t in option.texts(texts))
              for option in options if option.values}, self.src(entry))
-        int_flags, switch_flags, hints = _megatron_reading()
+        int_flags, switch_flags, hints = megatron_reading()
         megatron = trainer_texts is None and bool(hints & set(flags))
         read: set[str] = set()
         for flag, name in int_flags.items():  # the table's first spelling of a value wins

@@ -297,7 +297,8 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
         return None
     if nvidia_cc and nvidia_cc >= 10:
         return None
-    return f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; export CUDA_DEVICE_MAX_CONNECTIONS=1 (tp {tp})", _CONNECTIONS
+    return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; export CUDA_DEVICE_MAX_CONNECTIONS=1 (tp {tp})",
+            _CONNECTIONS)
 
 
 _CONNECTIONS = ("tp", "framework", "cp", "cuda_device_max_connections", "gpu_vendor", "nvidia_cc",
