@@ -318,3 +318,17 @@ def test_a_parallel_size_given_at_run_time_is_unknown_not_the_default(tmp_path: 
     assert findings(script) == []
     script.write_text(script.read_text().replace("--tensor-model-parallel-size $TP", ""))
     assert [(c, level) for c, level, _ in findings(script)] == [("GL010", "warning")]
+
+
+def test_an_error_resting_on_a_slurm_variables_default_is_a_warning(tmp_path: Path) -> None:
+    """NNODES=${SLURM_NNODES:-1}: one node only outside Slurm; under it the allocation decides."""
+    script = tmp_path / "train.sh"
+    body = SCRIPT.format(entry="pretrain_gpt.py", flags="--pipeline-model-parallel-size 16")
+    script.write_text(body.replace("torchrun --nproc_per_node 8", 'NNODES=${SLURM_NNODES:-1}\n'
+                                   'torchrun --nnodes "$NNODES" --nproc_per_node 8'))
+    got = [(c, level, m) for c, level, m in findings(script) if c == "GL003"]
+    assert [(c, level) for c, level, _ in got] == [("GL003", "warning")]
+    assert "with $SLURM_NNODES's default; under Slurm the allocation decides" in got[0][2]
+    script.write_text(body.replace("torchrun --nproc_per_node 8", 'NNODES=${NODES:-1}\n'
+                                   'torchrun --nnodes "$NNODES" --nproc_per_node 8'))
+    assert [(c, level) for c, level, _ in findings(script) if c == "GL003"] == [("GL003", "error")]

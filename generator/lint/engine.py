@@ -459,7 +459,21 @@ def check_run(run: Run) -> list[Finding]:
         for finding in run_rules(facts):
             seen.setdefault((finding.code, finding.message), finding)
     named = parser_named(run.facts)
-    return [dataclasses.replace(f, parser=named) for f in seen.values()] if named else list(seen.values())
+    found = [_assumed(f) for f in seen.values()]
+    return [dataclasses.replace(f, parser=named) for f in found] if named else found
+
+
+_SLURM_DEFAULT = re.compile(r"default of \$\{(SLURM_\w+)")
+
+
+def _assumed(finding: Finding) -> Finding:
+    """An error that rests on the default of a variable Slurm sets (``${SLURM_NNODES:-1}``) holds
+    only outside Slurm: under it the allocation decides. A warning that says so."""
+    m = next((m for _, source in finding.values if (m := _SLURM_DEFAULT.search(source))), None)
+    if finding.severity != "error" or m is None:
+        return finding
+    return dataclasses.replace(finding, severity="warning", message=(
+        f"{finding.message} (with ${m[1]}'s default; under Slurm the allocation decides)"))
 
 
 def parser_named(facts: dict[str, Fact]) -> str | None:
