@@ -332,3 +332,28 @@ def test_an_error_resting_on_a_slurm_variables_default_is_a_warning(tmp_path: Pa
     script.write_text(body.replace("torchrun --nproc_per_node 8", 'NNODES=${NODES:-1}\n'
                                    'torchrun --nnodes "$NNODES" --nproc_per_node 8'))
     assert [(c, level) for c, level, _ in findings(script) if c == "GL003"] == [("GL003", "error")]
+
+
+def test_a_fork_whose_validation_still_asserts_the_connections_setting(tmp_path: Path) -> None:
+    """The repository's parser raises without CUDA_DEVICE_MAX_CONNECTIONS=1 while its async
+    all-reduce is on (its default): GL203 at tp 1 too, naming that parser, unless the script
+    turns the all-reduce off."""
+    script = repo(tmp_path, "--tensor-model-parallel-size 1")
+    script.write_text(script.read_text().replace("export CUDA_DEVICE_MAX_CONNECTIONS=1\n", "")
+                      .replace("--tensor-model-parallel-size 2 ", ""))
+    parser = tmp_path / "megatron" / "arguments.py"
+    parser.write_text(PARSER.replace("    return parser.parse_args()\n", (
+        "    args = parser.parse_args()\n"
+        "    if os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS') != '1':\n"
+        "        if args.async_tensor_model_parallel_allreduce:\n"
+        "            raise RuntimeError('set CUDA_DEVICE_MAX_CONNECTIONS to 1')\n    return args\n")).replace(
+        '    group.add_argument("--my-fork-flag"',
+        '    group.add_argument("--no-async-tensor-model-parallel-allreduce", action="store_false",\n'
+        '                       dest="async_tensor_model_parallel_allreduce")\n'
+        '    group.add_argument("--my-fork-flag"'))
+    got = findings(tmp_path)
+    assert [(c, level) for c, level, _ in got] == [("GL203", "warning")]
+    assert "megatron/arguments.py of the repository requires export CUDA_DEVICE_MAX_CONNECTIONS=1" in got[0][2]
+    script.write_text(script.read_text().replace("--micro-batch-size 2", "--no-async-tensor-model-parallel-allreduce "
+                                                 "--micro-batch-size 2"))
+    assert findings(tmp_path) == []

@@ -40,6 +40,9 @@ class ScriptParser:
     # a Megatron tree the repository pins (a submodule) but that is not checked out: the parser
     # is that snapshot, unknown here; the catalogues judge, never surely
     pinned: str | None = None
+    # capabilities read from the parser's own validation, over its nearest dialect's (a fork that
+    # still raises without CUDA_DEVICE_MAX_CONNECTIONS=1 for its async all-reduce)
+    capabilities: dict[str, str] = field(default_factory=dict, compare=False)
     read_names: Callable[[], frozenset[str]] | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -197,6 +197,7 @@ class Parsers:
             label = f"{shown} of the repository" if parser_file else f"the entry point {_shown(entry, root)}"
         return ScriptParser(label, how, Catalogue(", ".join(_shown(f, root) for f in files), options),
                             complete=not gaps, gaps=tuple(gaps), ignores_unknown=ignores,
+                            capabilities=_validated(parser_file),
                             read_names=lambda: self._names_read([tree, *([entry.parent] if entry else [])]))
 
     def _nearest(self, parser: ScriptParser) -> str:
@@ -222,6 +223,19 @@ class Parsers:
                 self._reads[folder] = frozenset(found)
             names |= self._reads[folder]
         return frozenset(names)
+
+
+_ASYNC_RAISE = re.compile(r"if args\.async_tensor_model_parallel_allreduce:\s*\n\s*raise")
+
+
+def _validated(parser_file: Path | None) -> dict[str, str]:
+    """Capabilities a parser's own validation shows: a raise for the async tensor-parallel
+    all-reduce (on unless --no-async-tensor-model-parallel-allreduce) without
+    CUDA_DEVICE_MAX_CONNECTIONS=1, as microsoft's fork and older Megatron-LM trees do."""
+    text = read_text(parser_file)[0] if parser_file is not None else None
+    if text and "CUDA_DEVICE_MAX_CONNECTIONS" in text and _ASYNC_RAISE.search(text):
+        return {"cuda_max_connections": "sequence-parallel-or-no-deepspeed"}
+    return {}
 
 
 def _other_project(folder: Path) -> bool:

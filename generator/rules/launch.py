@@ -8,6 +8,7 @@ from __future__ import annotations
 from generator.data import load
 from generator.dialects import dialect
 from generator.dialects.keyed import keyed_dialect
+from generator.dialects.script_parser import ScriptParser
 from generator.frameworks import framework_of
 from generator.rules.registry import rule
 
@@ -265,7 +266,8 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
                      cuda_device_max_connections: str | None = None, gpu_vendor: str | None = None,
                      nvidia_cc: float | None = None, megatron_dialect: str | None = None,
                      sequence_parallel: bool | None = None,
-                     deepspeed_flag: bool | None = None, megatron_flags: dict | None = None) -> str | None:
+                     deepspeed_flag: bool | None = None, megatron_flags: dict | None = None,
+                     megatron_parser: ScriptParser | None = None) -> str | None:
     """Megatron-LM asserts ``Using tensor model parallelism or context parallelism require setting
     the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`` with tp > 1 or cp > 1 on GPUs
     below compute capability 10. microsoft/Megatron-DeepSpeed raises only with
@@ -282,7 +284,9 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
     if gpu_vendor and gpu_vendor != "nvidia":
         return None
     shown = "not set" if cuda_device_max_connections is None else f"= {cuda_device_max_connections}"
-    asserted = dialect(megatron_dialect).capabilities.get("cuda_max_connections", "tp-or-cp")
+    learned = megatron_parser.capabilities if megatron_parser is not None else {}
+    asserted = learned.get("cuda_max_connections") or \
+        dialect(megatron_dialect).capabilities.get("cuda_max_connections", "tp-or-cp")
     if asserted == "never":
         return None
     if asserted == "sequence-parallel-or-no-deepspeed":
@@ -291,7 +295,8 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
             None if async_off else "the async tensor-parallel all-reduce (no --deepspeed)"
         if why is None:
             return None
-        return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; {dialect(megatron_dialect).title} requires "
+        title = megatron_parser.label if learned else dialect(megatron_dialect).title
+        return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; {title} requires "
                 f"export CUDA_DEVICE_MAX_CONNECTIONS=1 with {why}", _CONNECTIONS)
     if tp == 1 and (cp or 1) == 1:
         return None
