@@ -9,6 +9,8 @@ import pytest
 import yaml
 
 from generator.calculator.resolve import PlanError
+from generator.dialects import Catalogue
+from generator.dialects.script_parser import ScriptParser
 from generator.rules import RULES, Fact
 
 from .helpers import plan_of, spec_dict
@@ -137,6 +139,15 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
                {"megatron_flag_values": {"--num-layers": (None,)}, "megatron_flags": {"--num-layers": "x.yaml:9:1"},
                 "megatron_dialect": "megatron-lm"},  # known only at run time: not checked
                "--num-layers 24L: invalid int value '24L'")],
+    "GL228": [({"entry_parser": ScriptParser("train.py (its own argparse parser)", "repository",
+                                             Catalogue("train.py", {"--microbatch_size": ("microbatch_size", 1, None, "int", 1)}),
+                                             abbreviations=True),
+                "megatron_flags": {"--micro_batch_size": "x.yaml:9:1"}},
+               {"entry_parser": ScriptParser("train.py (its own argparse parser)", "repository",
+                                             Catalogue("train.py", {"--microbatch_size": ("microbatch_size", 1, None, "int", 1)}),
+                                             abbreviations=True),
+                "megatron_flags": {"--microbatch": "x.yaml:9:1"}},  # a unique prefix: accepted
+               "--micro_batch_size is not an option of train.py (its own argparse parser); did you mean --microbatch_size?")],
     "GL900": [({"unreadable_file": "binary file"}, {}, "cannot read: binary file")],
     "GL903": [({"named_file_missing": "DeepSpeed config ds.json exists nowhere"}, {},
                "DeepSpeed config ds.json exists nowhere")],

@@ -43,6 +43,14 @@ class ScriptParser:
     # capabilities read from the parser's own validation, over its nearest dialect's (a fork that
     # still raises without CUDA_DEVICE_MAX_CONNECTIONS=1 for its async all-reduce)
     capabilities: dict[str, str] = field(default_factory=dict, compare=False)
+    abbreviations: bool = False  # argparse's allow_abbrev (its default): a unique prefix is accepted
+
+    def defines(self, flag: str) -> bool:
+        """Whether the parser accepts ``flag`` (with allow_abbrev, as a prefix of one option)."""
+        if flag in self.options:
+            return True
+        return self.abbreviations and flag.startswith("--") and \
+            sum(1 for f in self.options.defined if f.startswith(flag)) == 1
     read_names: Callable[[], frozenset[str]] | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -110,8 +110,10 @@ class _OnDisk(Context):
         return self._root(name)[0]
 
     def parser(self, name: str, facts: dict[str, Fact]):
-        if "megatron_dialect" not in facts:
-            return None  # no Megatron arguments: no parser to find
+        if "megatron_dialect" not in facts:  # not Megatron's arguments: the entry point's own
+            if "megatron_flags" not in facts or "trainer" in facts:
+                return None
+            return self.parsers.for_entry_point(Path(name), facts, self._root(name)[1])
         return self.parsers.for_script(Path(name), facts, self._root(name)[1], self.config(name))
 
 

@@ -142,7 +142,9 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         if "search_paths" in run.facts:
             moves[name] = run.facts["search_paths"].value
         parser = context.parser(name, run.facts)
-        if parser is not None:
+        if parser is not None and "megatron_dialect" not in run.facts:
+            run.facts["entry_parser"] = Fact(parser, run.facts["megatron_flags"].source)
+        elif parser is not None:
             where = run.facts["megatron_dialect"].source
             run.facts["megatron_parser"] = Fact(parser, where)
             if parser.dialect or parser.nearest:
@@ -205,10 +207,11 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         run = run_of(name, read, result.problems)
         result.runs.append(run)
         noted = len(result.problems) > before
-        if not _LAUNCH.intersection(run.facts) and not any(k.startswith("sbatch_") for k in run.facts):
-            unread = run.facts.get("unread_launcher")
-            result.skipped.append((name, f"{unread.value} (a launcher lint does not read)" if unread
-                                   else "no launch recognised"))
+        unread = run.facts.get("unread_launcher")
+        if unread is not None:  # its entry point's options are checked, not its launch
+            result.skipped.append((name, f"{unread.value} (a launcher lint does not read)"))
+        elif not _LAUNCH.intersection(run.facts) and not any(k.startswith("sbatch_") for k in run.facts):
+            result.skipped.append((name, "no launch recognised"))
         elif not noted and (note := _unchecked(run)) is not None:  # one word for the file is enough
             result.problems.append(note)
         scenarios = _scenarios(read.undecided)

@@ -84,6 +84,20 @@ class Parsers:
             parser = dataclasses.replace(parser, entry_missing=(given.replace(UNKNOWN, "…"), sure))
         return parser
 
+    def for_entry_point(self, script: Path, facts: dict[str, Fact], root: Path) -> ScriptParser | None:
+        """The argparse parser of an entry point that is not Megatron's (a fine-tuning script's
+        own ``train.py``), where its file is found and read whole: one that makes its parser in
+        that file, adds every option there and parses strictly (not parse_known_args)."""
+        entry = self._entry(script, facts, root)
+        if entry is None:
+            return None
+        read, _ = _read(entry)
+        if read is None or not read.options or not read.complete or read.ignores_unknown or \
+                read.allow_abbrev is None or read.unresolved_delegates:
+            return None
+        return ScriptParser(f"{_shown(entry, root)} (its own argparse parser)", REPOSITORY,
+                            read.catalogue(), abbreviations=read.allow_abbrev)
+
     # -- where things are ---------------------------------------------------------------------
     def _bases(self, script: Path, facts: dict[str, Fact], root: Path) -> list[Path]:
         """Folders a relative path the script names may be relative to: the folders it cds into
@@ -195,7 +209,10 @@ class Parsers:
         shown = _shown(parser_file or tree, root)
         if label is None:
             label = f"{shown} of the repository" if parser_file else f"the entry point {_shown(entry, root)}"
+        first = _read(files[0])[0] if files else None  # the parser's own file makes the ArgumentParser
+        abbreviations = bool(first is not None and first.allow_abbrev)
         return ScriptParser(label, how, Catalogue(", ".join(_shown(f, root) for f in files), options),
+                            abbreviations=abbreviations,
                             complete=not gaps, gaps=tuple(gaps), ignores_unknown=ignores,
                             capabilities=_validated(parser_file),
                             read_names=lambda: self._names_read([tree, *([entry.parent] if entry else [])]))

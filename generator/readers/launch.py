@@ -306,8 +306,11 @@ class _Reader:
         if not rest:
             return
         head = (rest[0].text or "").rsplit("/", 1)[-1]
-        if head in UNREAD_LAUNCHERS:
+        if head in UNREAD_LAUNCHERS:  # the launch is not read; its entry point's options still are
             self.out.facts.setdefault("unread_launcher", Fact(head, self.src(rest[0])))
+            script = next((j for j, f in enumerate(rest) if (f.text or "").endswith(".py")), None)
+            if script is not None:
+                self.entry_args(rest[script + 1:], rest[script])
             return
         python = re.fullmatch(r"python[0-9.]*", head) is not None
         k = 1

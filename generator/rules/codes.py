@@ -46,6 +46,7 @@ CODES: dict[str, str] = {
     "GL201": "flags",
     "GL222": "flags",
     "GL227": "flags",
+    "GL228": "flags",
     # generator/rules/fsdp.py
     "GL112": "fsdp",
     "GL113": "fsdp",

@@ -78,7 +78,7 @@ def _unsure_when_pinned(found, parser: ScriptParser | None):
 def _against_repository(flags: dict, parser: ScriptParser):
     """A parser read in part judges nothing: what was not read is not checked (lint says so in a
     GL901 note, lint/engine.py)."""
-    missing = [f for f in flags if f not in parser.options]
+    missing = [f for f in flags if not parser.defines(f)]
     if not parser.certain or not missing:
         return None
     listed = "; ".join(f"{f} is not an option of {parser.label}{did_you_mean(f, parser.options.defined)}"
@@ -220,3 +220,29 @@ def _number(text: str, convert):
         return convert(text)
     except ValueError:
         return text
+
+
+@rule("GL228", "entry-point-unknown-option",
+      "An option the entry point's own argparse parser does not define, or a value it refuses.")
+def entry_point_option(entry_parser: ScriptParser, megatron_flags: dict,
+                       megatron_flag_values: dict | None = None) -> str | None:
+    """A fine-tuning or example script that is not Megatron's (``train.py`` of the repository)
+    parses its command line with its own argparse parser; where lint found that file and read it
+    whole (every option added there, parsed strictly), a flag it does not define ends the job
+    with "unrecognized arguments", and a value outside its choices or type with "invalid
+    choice". With argparse's default allow_abbrev a unique prefix of an option is accepted.
+    Fix: the option's spelling in that parser (the nearest is named).
+
+    Example: --micro_batch_size 4 for a train.py that defines --microbatch_size."""
+    label = entry_parser.label
+    unknown = [f for f in megatron_flags if not entry_parser.defines(f)]
+    if unknown:
+        listed = "; ".join(f"{f} is not an option of {label}{did_you_mean(f, entry_parser.options.defined)}"
+                           for f in unknown)
+        return listed, (), (unknown[0], megatron_flags[unknown[0]])
+    for flag, values in (megatron_flag_values or {}).items():
+        option = entry_parser.options.get(flag)
+        why = None if option is None or any(v is None for v in values) else refusal(option, values)
+        if why is not None:
+            return f"{flag} {' '.join(values)}: {why} ({label})", (), (flag, megatron_flags.get(flag, ""))
+    return None
