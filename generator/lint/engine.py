@@ -5,6 +5,7 @@ own output before writing it."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import posixpath
 import re
 from collections import Counter
@@ -221,6 +222,9 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
             branched.append((run, alternatives))
     for name, text in texts.items():
         if name.endswith(CONFIG_SUFFIXES) and name not in used_json:
+            if _plainly_not_deepspeed(text):  # data, vocabularies, package.json: no located read
+                result.skipped.append((name, "JSON that is not a DeepSpeed config"))
+                continue
             ds = read_deepspeed_json(text, name)
             # JSON no script names is checked when it looks like a DeepSpeed config or is not
             # JSON at all; other JSON (plan.json, a sweep's index.json) is not a launch file,
@@ -300,6 +304,18 @@ def _partly_known(facts: dict[str, Fact], parser, problems: list, missing: list)
         shown = ", ".join(unknown[:4]) + (f" and {len(unknown) - 4} more" if len(unknown) > 4 else "")
         problems.append((flags[unknown[0]], f"{shown}: not in what could be read of {parser.label} "
                                             f"({parser.why_partial()}); not checked"))
+
+
+def _plainly_not_deepspeed(text: str) -> bool:
+    """Valid strict JSON that names no DeepSpeed key anywhere: told apart at the C parser's speed
+    (a repository's data and tokenizer files are most of its JSON); anything else is read."""
+    if any(f'"{key}"' in text for key in keyed_dialect("deepspeed").table["detection_keys"]):
+        return False
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):  # not strict JSON, or nested past the C parser: read it
+        return False
+    return True
 
 
 def _made_by(script: str, path: str) -> bool:
