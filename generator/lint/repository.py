@@ -56,6 +56,9 @@ class Parsers:
 
     def for_script(self, script: Path, facts: dict[str, Fact], root: Path,
                    config: LintConfig) -> ScriptParser | None:
+        """The parser a script with Megatron arguments runs: the declared tree or dialect, else
+        the repository's own tree (with what it leaves unknown), else a pinned submodule that is
+        not checked out, else None (the catalogues guess)."""
         if "megatron_dialect" not in facts:
             return None
         if config.tree is not None:  # declared: the entry point adds nothing unless it is found
