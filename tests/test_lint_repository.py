@@ -357,3 +357,35 @@ def test_a_fork_whose_validation_still_asserts_the_connections_setting(tmp_path:
     script.write_text(script.read_text().replace("--micro-batch-size 2", "--no-async-tensor-model-parallel-allreduce "
                                                  "--micro-batch-size 2"))
     assert findings(tmp_path) == []
+
+
+def test_a_job_file_submitted_by_sbatch_is_read_with_the_exported_environment(tmp_path: Path) -> None:
+    """`. CONFIG.sh; sbatch --export=PARAMS job.sh`: the job runs `python pretrain_gpt.py $PARAMS`
+    in a new shell that has PARAMS; the submitting script's flags are checked through it."""
+    repo(tmp_path, "")
+    (tmp_path / "examples" / "train.sh").unlink()
+    folder = tmp_path / "examples" / "paper"
+    folder.mkdir()
+    (folder / "CONFIG.sh").write_text(
+        "PARAMS=\"--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 "
+        "--max-position-embeddings 2048 --micro-batch-size 2 --global-batch-size 64 --not-a-flag\"\n")
+    (folder / "job.sh").write_text("#!/bin/bash\n#SBATCH --ntasks-per-node=8\n"
+                                   "srun python -u ${CODE}/pretrain_gpt.py ${PARAMS}\n")
+    (folder / "run.sh").write_text("#!/bin/bash\n. `pwd`/CONFIG.sh\nsbatch --nodes=1 --export=PARAMS job.sh\n")
+    got = [(c, level, m) for c, level, m in findings(tmp_path) if c == "GL201"]
+    assert [(c, level) for c, level, _ in got] == [("GL201", "error")]
+    assert "--not-a-flag is not an option of megatron/arguments.py of the repository" in got[0][2]
+
+
+def test_a_capability_error_of_a_guessed_dialect_is_a_warning(tmp_path: Path) -> None:
+    """Flags that make lint guess microsoft's fork (--DDP-impl) next to one it does not define:
+    "vpp is not supported by microsoft's fork" rests on the guess, so it is a warning."""
+    script = tmp_path / "train.sh"
+    body = SCRIPT.format(entry="pretrain_gpt.py", flags="--DDP-impl local --pipeline-model-parallel-size 2 "
+                                                        "--num-layers-per-virtual-pipeline-stage 3")
+    script.write_text(body)
+    assert [(c, level) for c, level, _ in findings(script) if c == "GL210"] == [("GL210", "error")]
+    script.write_text(body.replace("--DDP-impl local", "--DDP-impl local --activations-checkpoint-method uniform"))
+    got = [(c, level, m) for c, level, m in findings(script) if c == "GL210"]
+    assert [(c, level) for c, level, _ in got] == [("GL210", "warning")]
+    assert "guessed from its flags: it also passes --activations-checkpoint-method" in got[0][2]

@@ -114,7 +114,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
 
     # scripts that source others first, so that a sourced file is read as part of its script
     scripts = sorted((n for n, t in texts.items() if not n.endswith(CONFIG_SUFFIXES) and is_script(n, t)),
-                     key=lambda n: "source " not in texts[n])
+                     key=lambda n: _SOURCES.search(texts[n]) is None)
 
     def named(path: str, what: str, source: str, near: str, problems: list) -> tuple[str, str] | None:
         """The file a script names (marked as read with it); a warning that it exists nowhere
@@ -478,11 +478,30 @@ def check_run(run: Run) -> list[Finding]:
         for finding in run_rules(facts):
             seen.setdefault((finding.code, finding.message), finding)
     named = parser_named(run.facts)
-    found = [_assumed(f) for f in seen.values()]
+    found = [_guessed(_assumed(f), run.facts) for f in seen.values()]
     return [dataclasses.replace(f, parser=named) for f in found] if named else found
 
 
+# a script that reads others as its own (source, ., a job file it submits) is read before them
+_SOURCES = re.compile(r"(?m)(?:^|[;&|({]\s*)(?:source|\.|sbatch)\s")
 _SLURM_DEFAULT = re.compile(r"default of \$\{(SLURM_\w+)")
+
+
+def _guessed(finding: Finding, facts: dict[str, Fact]) -> Finding:
+    """An error a rule draws from the script's dialect (a capability: vpp, FP8, a ramp-up) where
+    that dialect is only guessed from flags it does not all define: the script may run a parser
+    of its own, so a warning that says so. (GL201/GL227 weigh their own certainty.)"""
+    if finding.severity != "error" or finding.code in ("GL201", "GL227") or "megatron_parser" in facts or \
+            "megatron_dialect" not in facts or all(name != "megatron_dialect" for name, _ in finding.values):
+        return finding
+    d = dialect(facts["megatron_dialect"].value)
+    undefined = [f for f in facts["megatron_flags"].value if f not in d.catalogue]
+    if not undefined:
+        return finding
+    shown = ", ".join(undefined[:3]) + (f" and {len(undefined) - 3} more" if len(undefined) > 3 else "")
+    return dataclasses.replace(finding, severity="warning", message=(
+        f"{finding.message} (if it runs {d}, guessed from its flags: it also passes {shown}, which {d} does "
+        "not define; declare the parser to be sure)"))
 
 
 def _assumed(finding: Finding) -> Finding:

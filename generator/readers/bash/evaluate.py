@@ -53,6 +53,7 @@ _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 KEYWORDS = {"if", "then", "elif", "else", "fi", "esac", "while", "until", "do", "done", "!", "{", "}",
             "time", "coproc"}
 _ARM_END = (";;", ";&", ";;&")
+_JOB_SUFFIXES = (".sh", ".sbatch", ".slurm", ".bash")  # the job script an sbatch command names
 # commands whose running or not changes nothing the readers take from a script
 INERT = {"echo", "printf", "exit", "return", "true", "false", ":", "set", "shift", "sleep", "cd",
          "mkdir", "rm", "cp", "mv", "ln", "touch", "date", "hostname", "nvidia-smi", "module", "ulimit",
@@ -689,6 +690,8 @@ class Evaluator:
             heredoc, pieces = self.job_script(argv)
         self.script.commands.append(Command(argv, env, items[0].offset, targets, heredoc, depth, self.piped))
         self.nested(argv, depth, heredoc, pieces)
+        if name == "sbatch" and heredoc is None:
+            self.job_file(argv, depth)
 
     def job_script(self, argv: list[Field]) -> tuple[tuple[str, int] | None, tuple[tuple[int, int], ...]]:
         """The heredoc an ``sbatch`` without one of its own submits: ``cat <<EOF | sbatch``, or a
@@ -701,6 +704,20 @@ class Evaluator:
             if written is not None and any(_same_path(written, f) for f in argv[1:]):
                 return heredoc, pieces
         return None, ()
+
+    def job_file(self, argv: list[Field], depth: int) -> None:
+        """``sbatch [options] SRUN.sh``: a job script that is a file of its own (beside the
+        submitting one, as the caller resolves it) runs in a new shell with the exported
+        environment and the variables ``--export=A,B`` names."""
+        script = next((f for f in reversed(argv[1:]) if (f.text or "").endswith(_JOB_SUFFIXES)), None)
+        if script is None or self.resolve_source is None or depth >= MAX_DEPTH:
+            return
+        named = {n for f in argv[1:] if (f.text or "").startswith("--export=")
+                 for n in (f.text or "")[len("--export="):].split(",")}
+        passed = {n: Var(v.values, v.array, True, v.offset) for n, v in self.vars.items() if n in named}
+        with self.child(True):
+            self.vars.update(passed)
+            self.source(script, depth)
 
     def submissions(self, words: list, depth: int) -> None:
         """``JOB=$(sbatch --parsable <<EOF ... EOF)``: a job submitted inside a command
