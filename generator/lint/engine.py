@@ -490,8 +490,9 @@ _SLURM_DEFAULT = re.compile(r"default of \$\{(SLURM_\w+)")
 def _guessed(finding: Finding, facts: dict[str, Fact]) -> Finding:
     """An error a rule draws from the script's dialect (a capability: vpp, FP8, a ramp-up) where
     that dialect is only guessed from flags it does not all define: the script may run a parser
-    of its own, so a warning that says so. (GL201/GL227 weigh their own certainty.)"""
-    if finding.severity != "error" or finding.code in ("GL201", "GL227") or "megatron_parser" in facts or \
+    of its own, so a warning that says so. (GL201/GL227 weigh their own certainty and name only the
+    flag they are about, not megatron_dialect, so this leaves them alone.)"""
+    if finding.severity != "error" or "megatron_parser" in facts or \
             "megatron_dialect" not in facts or all(name != "megatron_dialect" for name, _ in finding.values):
         return finding
     d = dialect(facts["megatron_dialect"].value)

@@ -53,14 +53,24 @@ class Parsers:
         self._indexes: dict[Path, dict[str, list[Path]]] = {}
         self._reads: dict[Path, frozenset[str]] = {}
         self._nearests: dict[tuple[str, bool], str] = {}
+        self._found: dict[tuple, ScriptParser | None] = {}
 
     def for_script(self, script: Path, facts: dict[str, Fact], root: Path,
                    config: LintConfig) -> ScriptParser | None:
         """The parser a script with Megatron arguments runs: the declared tree or dialect, else
         the repository's own tree (with what it leaves unknown), else a pinned submodule that is
-        not checked out, else None (the catalogues guess)."""
+        not checked out, else None (the catalogues guess). Found once for each reading of the
+        script that starts the same entry point from the same folders (its alternatives)."""
         if "megatron_dialect" not in facts:
             return None
+        key = (script, *(facts[n].value if n in facts else None for n in ("entrypoint", "search_paths")),
+               config)
+        if key not in self._found:
+            self._found[key] = self._find(script, facts, root, config)
+        return self._found[key]
+
+    def _find(self, script: Path, facts: dict[str, Fact], root: Path,
+              config: LintConfig) -> ScriptParser | None:
         if config.tree is not None:  # declared: the entry point adds nothing unless it is found
             entry = self._entry(script, facts, root, [config.tree])
             return self._tree_parser(config.tree, entry, root,
@@ -184,7 +194,7 @@ class Parsers:
         elif how != DECLARED:
             gaps.append("the entry point's file was not found: the options it adds are not known")
         options: dict[str, tuple] = {}
-        ignores = False
+        ignores = abbreviations = False
         files: list[Path] = []
         while queue and len(files) < MAX_MODULES:
             path = queue.pop(0)
@@ -195,6 +205,8 @@ class Parsers:
             if read is None:
                 gaps.append(why)
                 continue
+            if len(files) == 1:  # the parser's own file makes the ArgumentParser
+                abbreviations = bool(read.allow_abbrev)
             for flag, option in read.options.items():
                 options.setdefault(flag, option)
             gaps += read.gaps
@@ -212,8 +224,6 @@ class Parsers:
         shown = _shown(parser_file or tree, root)
         if label is None:
             label = f"{shown} of the repository" if parser_file else f"the entry point {_shown(entry, root)}"
-        first = _read(files[0])[0] if files else None  # the parser's own file makes the ArgumentParser
-        abbreviations = bool(first is not None and first.allow_abbrev)
         return ScriptParser(label, how, Catalogue(", ".join(_shown(f, root) for f in files), options),
                             abbreviations=abbreviations,
                             complete=not gaps, gaps=tuple(gaps), ignores_unknown=ignores,
