@@ -16,7 +16,7 @@ from generator.estimate.params import Shape
 from generator.estimate.performance import Hardware, estimate_performance, forward_flops_per_token
 
 # Llama-3-8B: 32 layers, h 4096, 32 heads of 128, 8 KV groups, SwiGLU 14336, V 128,256
-LLAMA3_8B = Shape(32, 4096, 32, 8, 14336, 128256, 8192, swiglu=True, rmsnorm=True, bias=False,
+LLAMA3_8B = Shape(32, 4096, 32, 8, 14336, 128256, 8192, gated=True, rmsnorm=True, bias=False,
                   learned_positions=False, tie_embeddings=False)
 H100 = Hardware(989, 0.62, 3.35, 450, 50, 8, 1979)
 

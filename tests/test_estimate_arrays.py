@@ -15,7 +15,7 @@ from generator.estimate.memory import Layout, Memory, estimate_memory
 from generator.estimate.params import Shape
 from generator.estimate.performance import Hardware, Performance, estimate_performance
 
-DENSE = Shape(12, 2048, 16, 4, 5632, 32000, 4096, swiglu=True, rmsnorm=True, bias=False)
+DENSE = Shape(12, 2048, 16, 4, 5632, 32000, 4096, gated=True, rmsnorm=True, bias=False)
 MOE = replace(DENSE, num_experts=8, moe_ffn_hidden_size=1408, shared_expert_size=1408, moe_dense_layers=1)
 H100 = Hardware(989, 0.6, 3.35, 450, 50, 8)
 N = 6  # layouts per example

@@ -80,7 +80,7 @@ def test_fp8_in_the_estimates(tmp_path: Path) -> None:
     assert act[1] / act[0] == pytest.approx(27 / 34, rel=0.02)
 
 
-LLAMA3_70B = Shape(80, 8192, 64, 8, 28672, 128512, 8192, swiglu=True, rmsnorm=True, bias=False,
+LLAMA3_70B = Shape(80, 8192, 64, 8, 28672, 128512, 8192, gated=True, rmsnorm=True, bias=False,
                    learned_positions=False, tie_embeddings=False)
 H100 = Hardware(989, 0.59, 3.35, 450, 50, 8, 1979)
 
@@ -116,7 +116,7 @@ def test_fp8_gains_grow_with_the_gemms() -> None:
     1B-parameter model at t 1 gains less from FP8 than Llama-3-70B (as the NeMo FP8 blog post and
     every small-model report find); where the FP8 peak is no higher than bf16's (Gaudi 3's data
     sheet), FP8 only adds the casts; without FP8 tensor cores nothing changes."""
-    small = Shape(16, 2048, 16, 16, 8192, 32000, 2048, swiglu=True, rmsnorm=True, bias=False)
+    small = Shape(16, 2048, 16, 16, 8192, 32000, 2048, gated=True, rmsnorm=True, bias=False)
     gain = {}
     for name, shape, tp in (("small", small, 1), ("70b", LLAMA3_70B, 4)):
         bf16, fp8 = (_step(shape, tp=tp, sequence_parallel=tp > 1, precision=p) for p in ("bf16", "fp8"))

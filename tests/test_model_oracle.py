@@ -28,18 +28,20 @@ BUILD_TREES = ("megatron-lm-core_v0.16.1", "megatron-lm-main-d98e8a64dd")
 SHAPE_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length")
 # presets no Megatron-LM release can build, and the field that says why
 NOT_MEGATRON_LM = {"bloom-176b": "position_embedding", "gpt-neox-20b": "parallel_residual"}
+# presets a release cannot express (refused by name: test_a_preset_a_release_cannot_build_names_the_first_that_can)
+NEWER_THAN = {"gpt-oss-20b": ("core_v0.16",), "gpt-oss-120b": ("core_v0.16",)}
 
 
 def preset_spec(name: str, framework: str = "megatron-lm", fork: str | None = None,
                 version: str = "latest") -> dict:
     """A one-node run of the preset: tp as large as its heads and groups allow (the vocabulary
-    padding depends on it), experts over ep 4 (the alltoall dispatcher)."""
+    padding depends on it), experts over ep 4 (the alltoall dispatcher) at expert tp 1."""
     shape = presets.models()[name]
     groups = shape.get("num_query_groups", shape["num_attention_heads"])
     tp = next(t for t in (8, 4, 2, 1) if groups % t == 0 and shape["num_attention_heads"] % t == 0)
     parallelism = {"tp": tp, "pp": 1}
     if shape.get("num_experts"):
-        parallelism = {"tp": 2, "pp": 1, "ep": 4}
+        parallelism = {"tp": 2, "pp": 1, "ep": 4, "etp": 1}  # (biased experts need expert tp 1: GL233)
     if framework == "megatron-deepspeed":
         parallelism["zero_stage"] = 1
     return spec_dict(name=name, framework=framework,
@@ -76,13 +78,43 @@ def expected(plan) -> dict[str, dict]:
     config = {
         "num_layers": m.num_layers, "hidden_size": m.hidden_size, "num_attention_heads": m.num_attention_heads,
         "num_query_groups": m.num_query_groups, "kv_channels": m.kv_channels, "ffn_hidden_size": m.ffn_hidden_size,
-        "add_bias_linear": m.linear_bias, "add_qkv_bias": m.qkv_bias, "gated_linear_unit": m.activation == "swiglu",
+        "add_bias_linear": m.linear_bias, "add_qkv_bias": m.qkv_bias,
+        "gated_linear_unit": m.activation in ("swiglu", "quick_geglu"),
         "normalization": "RMSNorm" if m.normalization == "rmsnorm" else "LayerNorm",
         "layernorm_epsilon": m.norm_epsilon, "attention_dropout": m.attention_dropout,
         "hidden_dropout": m.hidden_dropout, "init_method_std": m.init_method_std, "qk_layernorm": m.qk_layernorm,
         "num_moe_experts": m.num_experts,
     }
+    if m.multi_latent_attention:
+        config.update(multi_latent_attention=True, q_lora_rank=m.q_lora_rank, kv_lora_rank=m.kv_lora_rank,
+                      qk_head_dim=m.qk_head_dim, qk_pos_emb_head_dim=m.qk_pos_emb_head_dim, v_head_dim=m.v_head_dim)
+        s = m.rope_scaling
+        config["rope_type"] = "yarn" if s is not None and s.type == "yarn" else "rope"
+        if s is not None:  # MLA's YaRN: factor and scales from the arguments, the bounds its own
+            config.update(rotary_scaling_factor=s.factor, mscale=s.mscale, mscale_all_dim=s.mscale_all_dim,
+                          original_max_position_embeddings=s.original_max_position_embeddings,
+                          beta_fast=s.beta_fast, beta_slow=s.beta_slow)
+    elif m.rope_scaling is not None and m.rope_scaling.type == "yarn":
+        s = m.rope_scaling
+        config.update(yarn_rotary_scaling_factor=s.factor, yarn_original_max_position_embeddings=s.original_max_position_embeddings,
+                      yarn_beta_fast=s.beta_fast, yarn_beta_slow=s.beta_slow, yarn_mscale=s.mscale,
+                      yarn_mscale_all_dim=s.mscale_all_dim, yarn_correction_range_round_to_int=s.truncate)
+    if m.mtp_num_layers:
+        config.update(mtp_num_layers=m.mtp_num_layers, mtp_loss_scaling_factor=m.mtp_loss_scaling_factor)
+    if m.softmax_type != "vanilla" or m.window_size is not None:
+        config.update(softmax_type=m.softmax_type, window_size=list(m.window_size) if m.window_size else None,
+                      window_attn_skip_freq=m.window_attn_skip_freq)
+    if m.activation == "quick_geglu":
+        config.update(glu_linear_offset=m.glu_linear_offset, activation_func_clamp_value=m.activation_clamp)
     if experts:
+        config.update(moe_router_score_function=m.moe_router_score_function,
+                      moe_router_pre_softmax=m.moe_router_pre_softmax,
+                      moe_router_enable_expert_bias=m.moe_router_expert_bias,
+                      moe_router_num_groups=m.moe_router_num_groups, moe_router_group_topk=m.moe_router_group_topk,
+                      moe_router_topk_scaling_factor=m.moe_router_topk_scaling_factor,
+                      moe_router_dtype=m.moe_router_dtype)
+        if m.moe_router_expert_bias:
+            config["moe_router_bias_update_rate"] = m.moe_router_bias_update_rate
         dense = m.moe_dense_layers
         config.update(
             moe_router_topk=m.moe_top_k, moe_router_load_balancing_type=m.moe_load_balancing,
@@ -93,16 +125,18 @@ def expected(plan) -> dict[str, dict]:
             moe_shared_expert_intermediate_size=m.moe_shared_expert_intermediate_size,
             moe_layer_freq=[0] * dense + [1] * (m.num_layers - dense) if dense else 1)
     rope = m.position_embedding == "rope"
-    args = {"position_embedding_type": m.position_embedding, "untie_embeddings_and_output_weights": not m.tie_embeddings,
+    yarn_positions = rope and not m.multi_latent_attention and m.rope_scaling is not None \
+        and m.rope_scaling.type == "yarn"
+    args = {"position_embedding_type": "yarn" if yarn_positions else m.position_embedding, "untie_embeddings_and_output_weights": not m.tie_embeddings,
             "max_position_embeddings": m.max_position_embeddings,
             "make_vocab_size_divisible_by": m.make_vocab_size_divisible_by,
             # the step-time estimate counts the gradient reduce (and param gather) as overlapped
             "overlap_grad_reduce": plan.overlap_grad_reduce,
             "overlap_param_gather": plan.overlap_grad_reduce and plan.spec.parallelism.distributed_optimizer}
     if rope:
-        args.update(rotary_base=m.rotary_base, rotary_percent=m.rotary_percent,
-                    use_rope_scaling=m.rope_scaling is not None)
-        if m.rope_scaling is not None:
+        llama3 = m.rope_scaling is not None and m.rope_scaling.type == "llama3"
+        args.update(rotary_base=m.rotary_base, rotary_percent=m.rotary_percent, use_rope_scaling=llama3)
+        if llama3:
             args["rope_scaling_factor"] = m.rope_scaling.factor
     return {"config": config, "args": args}
 
@@ -128,6 +162,10 @@ def mismatches(case: dict, result: dict) -> list[str]:
     estimate = plan.estimate().params
     if result["params"] != estimate:
         out.append(f"{label}: Megatron builds {result['params']:,} parameters, the estimate counts {estimate:,}")
+    counted = count_params(Shape.of(plan.model, plan.padded_vocab_size, plan.dialect))
+    if result["mtp_params"] != counted.mtp * counted.mtp_layers:
+        out.append(f"{label}: Megatron's MTP block has {result['mtp_params']:,} parameters, the estimate counts "
+                   f"{counted.mtp * counted.mtp_layers:,}")
     if result["padded_vocab_size"] != plan.padded_vocab_size:
         out.append(f"{label}: padded vocabulary {result['padded_vocab_size']} ≠ {plan.padded_vocab_size}")
     m = plan.model
@@ -136,10 +174,15 @@ def mismatches(case: dict, result: dict) -> list[str]:
                    f"{m.num_layers - m.moe_dense_layers}")
     if m.preset:
         published = presets.models()[m.preset]["published"]
-        unpadded = count_params(Shape.of(m)).total
-        built = result["params"] - (plan.padded_vocab_size - m.vocab_size) * m.hidden_size * \
-            (1 if m.tie_embeddings else 2)
-        if built != unpadded or (published.get("exact", True) and built != published["params"]):
+        unpadded = count_params(Shape.of(m, None, plan.dialect)).main
+        # the main model as released: without the padding rows, the MTP layers and what Megatron
+        # builds beyond the checkpoint (main's fused query norm of MLA without a query latent)
+        built = result["params"] - result["mtp_params"] - (plan.padded_vocab_size - m.vocab_size) * \
+            m.hidden_size * (1 if m.tie_embeddings else 2)
+        built_more = unpadded - count_params(Shape.of(m)).main
+        released = built - built_more
+        near = abs(released - published["params"]) <= published.get("tolerance", 0.005) * published["params"]
+        if built != unpadded or not near or (published.get("exact", True) and released != published["params"]):
             out.append(f"{label}: built {built:,} parameters without the padding; {m.preset} has "
                        f"{published['params']:,} ({published['source']})")
     return out
@@ -154,6 +197,8 @@ def preset_builds(trees, tmp_path_factory):
         if name in NOT_MEGATRON_LM:
             continue
         for version, tree in zip(("core_v0.16", "latest"), BUILD_TREES, strict=True):
+            if version in NEWER_THAN.get(name, ()):
+                continue
             path = base / f"{name}-{version}.yaml"
             path.write_text(yaml.safe_dump(preset_spec(name, version=version)))
             cases += build_cases(load_spec(path), f"{name} ({version})", tree)
@@ -162,7 +207,7 @@ def preset_builds(trees, tmp_path_factory):
 
 def test_every_preset_builds_the_published_model(preset_builds) -> None:
     cases, results = preset_builds
-    assert len(cases) == 2 * (len(presets.models()) - len(NOT_MEGATRON_LM))
+    assert len(cases) == 2 * (len(presets.models()) - len(NOT_MEGATRON_LM)) - sum(map(len, NEWER_THAN.values()))
     failures = [line for case, result in zip(cases, results, strict=True) for line in mismatches(case, result)]
     assert not failures, "\n".join(failures)
     by_label = {c["label"]: r for c, r in zip(cases, results, strict=True)}
@@ -298,7 +343,7 @@ def test_every_moe_field_reaches_the_model_megatron_builds(trees, tmp_path: Path
     ]
     cases = []
     for k, model in enumerate(models):
-        data = spec_dict(name=f"moe{k}", model=model, parallelism={"tp": 2, "pp": 1, "ep": 2},
+        data = spec_dict(name=f"moe{k}", model=model, parallelism={"tp": 2, "pp": 1, "ep": 2, "etp": 1},
                          cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "h100-80gb"})
         path = tmp_path / f"moe{k}.yaml"
         path.write_text(yaml.safe_dump(data))

@@ -289,7 +289,8 @@ def _shape(spec, tp: int, shapes: dict[int, Shape]) -> Shape:
     """The model as built for a tp (Megatron pads the vocabulary for it), one per tp."""
     if tp not in shapes:
         megatron = framework_of(spec.framework).megatron_arguments
-        shapes[tp] = Shape.of(spec.model, spec.model.padded_vocab_size(tp) if megatron else None)
+        shapes[tp] = Shape.of(spec.model, spec.model.padded_vocab_size(tp) if megatron else None,
+                              dialect_of(spec))
     return shapes[tp]
 
 

@@ -26,6 +26,7 @@ from generator.plan.derivation import derivation, scaled_lr
 from generator.plan.plan import Plan
 from generator.plan.ramp import MAX_ENTRIES, BatchRamp, from_rampup, from_schedule
 from generator.plan.schedule import plan_schedule
+from generator.plan.values import architecture_values
 from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.model import MODEL_FACTS, RUN_LENGTH, Spec
 from generator.units import slurm_minutes
@@ -95,6 +96,9 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
     }
     for key in MODEL_FACTS:
         values[key] = (getattr(m, key), f"model.{key}")
+    positions = architecture_values(m, p.ep)["position_embedding"]  # YaRN outside MLA: its own type
+    if positions != m.position_embedding:
+        values["position_embedding"] = (positions, "model.rope_scaling")
     for key, dotted, section, name in _table_fields():
         values[key] = (getattr(getattr(spec, section), name), dotted)
     for key in ("container_image", "container_mounts", "container_workdir", "output", "error"):

@@ -11,6 +11,7 @@ from generator.dialects import (
     TableError,
     dialect,
     megatron_dialect_names,
+    megatron_releases,
     table_entries,
     value_fields,
 )
@@ -115,14 +116,22 @@ def unexpressed(d: Dialect, values: dict[str, Any]) -> list[str]:
 
 
 def expressing(name: str, value: Any, values: dict[str, Any], release: str | None) -> list[str]:
-    """The dialects that can write ``name`` = ``value``."""
+    """The dialects that can write ``name`` = ``value``: at ``release`` where the dialect has
+    releases, else the releases of it that can (a flag added later: "core_v0.18 or later")."""
     out = []
+    values = {**values, name: value}
     for candidate in megatron_dialect_names():
         record = ARGUMENT_DIALECTS[candidate]
         if record.fork is None and (record.vendor == "huawei") != bool(values.get("ascend")):
             continue  # MindSpeed-LLM is Megatron-LM on Ascend, and only there
         d = dialect(candidate, release if record.releases else None)
-        if name not in unexpressed(d, {**values, name: value}):
+        if name not in unexpressed(d, values):
             out.append(f"{d} ({record.selected_by})")
+        elif record.releases:
+            able = [r for r in megatron_releases() if name not in unexpressed(dialect(candidate, r), values)]
+            if able:
+                later = all(r in able for r in megatron_releases()[megatron_releases().index(able[0]):])
+                names = f"{able[0]} or later" if later else ", ".join(able)
+                out.append(f"{d.title} {names} (megatron.version: {able[0]})")
     return out
 

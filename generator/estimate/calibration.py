@@ -200,7 +200,7 @@ GENERATION = {"a100-40gb": A100, "h200-141gb": H100, "b200": GB200}
 def llama31_405b_shape(seq: int, vocab: int = 128256) -> Shape:
     """Llama 3.1 405B: 126 layers, h 16384, 128 heads, 8 KV groups, SwiGLU FFN 53248, RMSNorm,
     RoPE, no biases, untied embeddings (vocab: 128,256, or Megatron's padding of it)."""
-    return Shape(126, 16384, 128, 8, 53248, vocab, seq, swiglu=True, rmsnorm=True, bias=False,
+    return Shape(126, 16384, 128, 8, 53248, vocab, seq, gated=True, rmsnorm=True, bias=False,
                  learned_positions=False, tie_embeddings=False)
 
 
@@ -316,7 +316,7 @@ def runs() -> list[Run]:
                        H100, shape, layout, batch, seconds))
     # Llama-3-70B: 80 layers, h 8192, 64 heads, 8 KV groups, SwiGLU FFN 28672, RMSNorm, RoPE, no
     # biases, untied embeddings, V 128,256 padded to 128,512 (a multiple of 128 × t)
-    shape = Shape(80, 8192, 64, 8, 28672, 128512, 8192, swiglu=True, rmsnorm=True, bias=False,
+    shape = Shape(80, 8192, 64, 8, 28672, 128512, 8192, gated=True, rmsnorm=True, bias=False,
                   learned_positions=False, tie_embeddings=False)
     for precision, tflops in FUJII_LLAMA3_70B.items():
         layout = _layout(4, 8, 1, 64, 1024, 1, recompute="selective", sequence_parallel=True,
@@ -326,7 +326,7 @@ def runs() -> list[Run]:
                        fitted=precision == "bf16", gpus_per_node=4))
     # Llama-2-7B: 32 layers, h 4096, 32 heads (no GQA), SwiGLU FFN 11008, RMSNorm, RoPE, no
     # biases, untied embeddings, V 32,000
-    shape = Shape(32, 4096, 32, 32, 11008, 32000, 4096, swiglu=True, rmsnorm=True, bias=False,
+    shape = Shape(32, 4096, 32, 32, 11008, 32000, 4096, gated=True, rmsnorm=True, bias=False,
                   learned_positions=False, tie_embeddings=False)
     gpus, tokens_per_gpu = FSDP_LLAMA2_7B
     micro = 2

@@ -104,7 +104,7 @@ def forward_flops_per_token(shape: Shape, top_k: int | None = None) -> tuple[flo
     query, kv = shape.query_width, shape.kv_width
     attention_proj = h * (query + 2 * kv) + query * h
     core = 4 * s * query  # QK^T and softmax·V, full attention
-    mlp = (3 if shape.swiglu else 2) * h * mlp_widths(shape, top_k)[1]  # all layers'
+    mlp = (3 if shape.gated else 2) * h * mlp_widths(shape, top_k)[1]  # all layers'
     layers = shape.num_layers * (2 * attention_proj + core) + 2 * mlp
     return layers + 2 * shape.vocab_size * h, core * shape.num_layers
 
@@ -227,7 +227,7 @@ def fp8_cast_bytes(shape: Shape, layout: Layout, top_k: int | None = None) -> fl
     copies, ffn = inputs / shape.num_layers, widths / shape.num_layers  # an average layer's
     hidden_rows = t if layout.sequence_parallel else 1
     forward = (h + h * copies) / hidden_rows + (query + ffn) / t  # QKV, fc1 | projection, fc2 inputs
-    backward = (h + h * copies) / hidden_rows + (query + 2 * kv + (2 if shape.swiglu else 1) * ffn) / t
+    backward = (h + h * copies) / hidden_rows + (query + 2 * kv + (2 if shape.gated else 1) * ffn) / t
     passes = where(layout.recompute == "full", 2, 1)
     return FP8_CAST_BYTES[layout.fp8_recipe] * (passes * forward + backward)
 

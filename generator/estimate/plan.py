@@ -144,7 +144,7 @@ def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | Non
 
 def shape_of(plan) -> Shape:
     """The model a plan's framework builds (Megatron pads the vocabulary for its tp)."""
-    return Shape.of(plan.model, plan.padded_vocab_size)
+    return Shape.of(plan.model, plan.padded_vocab_size, plan.dialect)
 
 
 def usable_memory_gib(spec, gpu: dict) -> float | None:

@@ -34,7 +34,7 @@ def megatron_values(plan) -> dict[str, Any]:
         "num_attention_heads": m.num_attention_heads, "group_query_attention": gqa,
         "num_query_groups": m.num_query_groups if gqa else None, "seq_length": m.seq_length,
         "max_position_embeddings": m.max_position_embeddings, "vocab_size": m.vocab_size,
-        "position_embedding": m.position_embedding, "activation": m.activation,
+        "activation": m.activation,
         "normalization": m.normalization, "untie_embeddings": not m.tie_embeddings,
         "packing": s.data.packing, "num_experts": m.num_experts if experts else None,
         "moe_top_k": m.moe_top_k if experts else None,
@@ -199,19 +199,38 @@ def architecture_values(m, ep: int) -> dict[str, Any]:
     """The model's architecture beyond its shape, under the tables' names: None where the model
     does not use it (rotary values without rope, MoE values without experts)."""
     rope = m.position_embedding == "rope"
+    mla = m.multi_latent_attention
     scaling = m.rope_scaling if rope else None
+    llama3 = scaling if scaling is not None and scaling.type == "llama3" and not mla else None
+    yarn = scaling if scaling is not None and scaling.type == "yarn" else None
     experts = bool(m.num_experts)
     capacity = m.moe_capacity_factor if experts else None
     dense = m.moe_dense_layers if experts else 0
     out = {
         "linear_bias": m.linear_bias, "qkv_bias": None if m.qkv_bias == m.linear_bias else m.qkv_bias,
+        # YaRN outside MLA is a position embedding type of its own (MLA: --rope-type)
+        "position_embedding": "yarn" if yarn is not None and not mla else m.position_embedding,
         "rotary_base": m.rotary_base if rope else None, "rotary_percent": m.rotary_percent if rope else None,
-        "rope_scaling": scaling is not None, "rope_scaling_factor": scaling.factor if scaling else None,
-        "rope_scaling_frequencies": None if scaling is None or (
-            scaling.low_freq_factor, scaling.high_freq_factor,
-            scaling.original_max_position_embeddings) == _MEGATRON_ROPE_FREQUENCIES else
-        f"low {scaling.low_freq_factor}, high {scaling.high_freq_factor}, "
-        f"original {scaling.original_max_position_embeddings}",
+        "rope_scaling": llama3 is not None, "rope_scaling_factor": llama3.factor if llama3 else None,
+        "rope_scaling_frequencies": None if llama3 is None or (
+            llama3.low_freq_factor, llama3.high_freq_factor,
+            llama3.original_max_position_embeddings) == _MEGATRON_ROPE_FREQUENCIES else
+        f"low {llama3.low_freq_factor}, high {llama3.high_freq_factor}, "
+        f"original {llama3.original_max_position_embeddings}",
+        **_yarn_values(yarn, mla),
+        "mla_rope_scaling": scaling.type if mla and scaling is not None and yarn is None else None,
+        # multi-latent attention (the latent ranks and head dims mean nothing without it)
+        "multi_latent_attention": mla,
+        **{k: getattr(m, k) if mla else None
+           for k in ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim")},
+        "rope_type": ("yarn" if yarn is not None else "rope") if mla and rope else None,
+        "softmax_type": None if m.softmax_type == "vanilla" else m.softmax_type,
+        "window_size": None if m.window_size is None else ",".join(map(str, m.window_size)),
+        "window_attn_skip_freq": m.window_attn_skip_freq if m.window_size is not None else None,
+        "glu_linear_offset": m.glu_linear_offset or None,
+        "activation_clamp": m.activation_clamp,
+        "mtp_num_layers": m.mtp_num_layers or None,
+        "mtp_loss_scaling_factor": m.mtp_loss_scaling_factor if m.mtp_num_layers else None,
         "norm_epsilon": m.norm_epsilon, "attention_dropout": m.attention_dropout,
         "hidden_dropout": m.hidden_dropout, "init_method_std": m.init_method_std,
         "qk_layernorm": m.qk_layernorm, "make_vocab_size_divisible_by": m.make_vocab_size_divisible_by,
@@ -234,9 +253,42 @@ def architecture_values(m, ep: int) -> dict[str, Any]:
         "moe_token_dispatcher": None if m.moe_token_dispatcher is None
         and m.token_dispatcher(ep) == "allgather" else m.token_dispatcher(ep),
         "moe_grouped_gemm": m.moe_grouped_gemm,
-        "moe_router_pre_softmax": m.moe_top_k == 1,
+        "moe_router_pre_softmax": m.moe_router_pre_softmax,
+        "moe_router_score_function": None if m.moe_router_score_function == "softmax"
+        else m.moe_router_score_function,
+        "moe_router_expert_bias": m.moe_router_expert_bias,
+        "moe_router_bias_update_rate": m.moe_router_bias_update_rate
+        if m.moe_router_expert_bias and m.moe_router_bias_update_rate != 1e-3 else None,
+        "moe_router_num_groups": m.moe_router_num_groups, "moe_router_group_topk": m.moe_router_group_topk,
+        "moe_router_topk_scaling_factor": m.moe_router_topk_scaling_factor,
+        "moe_router_dtype": m.moe_router_dtype,
     }
     return {**out, **{k: v if experts else None for k, v in moe.items()}}
+
+
+# megatron-core's YaRN defaults (YarnRotaryEmbedding; MLATransformerConfig fixes the bounds)
+_YARN_DEFAULTS = {"original": 4096, "beta_fast": 32.0, "beta_slow": 1.0}
+
+
+def _yarn_values(yarn, mla: bool) -> dict[str, Any]:
+    """YaRN's values (None where the scaling is not YaRN or a value is Megatron's default):
+    MLA's and the yarn position embedding's share the factor and the attention scales; the
+    correction bounds and their rounding are arguments of the latter only (MLA fixes them)."""
+    names = ("yarn_factor", "yarn_mscale", "yarn_mscale_all_dim", "yarn_original", "yarn_beta_fast",
+             "yarn_beta_slow", "yarn_unrounded", "mla_yarn_bounds")
+    if yarn is None:
+        return dict.fromkeys(names)
+    bounds = {"original": yarn.original_max_position_embeddings, "beta_fast": yarn.beta_fast,
+              "beta_slow": yarn.beta_slow}
+    out = {"yarn_factor": yarn.factor, "yarn_mscale": None if yarn.mscale == 1.0 else yarn.mscale,
+           "yarn_mscale_all_dim": yarn.mscale_all_dim or None}
+    if mla:
+        changed = {k: v for k, v in bounds.items() if v != _YARN_DEFAULTS[k]}
+        return {**dict.fromkeys(names), **out,
+                "mla_yarn_bounds": ", ".join(f"{k} {v:g}" for k, v in changed.items()) or None}
+    return {**dict.fromkeys(names), **out,
+            **{f"yarn_{k}": None if v == _YARN_DEFAULTS[k] else v for k, v in bounds.items()},
+            "yarn_unrounded": not yarn.truncate}
 
 
 def trainer_values(plan) -> dict[str, Any]:

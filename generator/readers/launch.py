@@ -20,6 +20,9 @@ from generator.rules.registry import Fact
 from generator.values import record
 
 _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
+# the Megatron choices the rules read whether a flag gives them or the parser's default does
+# (GL229, GL233, GL234): absent, the detected dialect's default is what the run gets
+_CHOICES = {"moe_router_score_function", "moe_router_pre_softmax", "moe_load_balancing", "linear_bias"}
 # launchers of training jobs that lint does not read (their own CLIs and config formats): a
 # script that starts one is counted as skipped, with its name, never as checked and clean
 UNREAD_LAUNCHERS = {"colossalai", "mpirun", "mpiexec", "composer", "tune", "swift", "xtuner", "torchx",
@@ -161,6 +164,23 @@ class _Reader:
     def fact(self, name: str, value: object, f: Field | int) -> None:
         if value is not None:
             self.out.facts[name] = Fact(value, self.src(f))
+
+    def _choices(self, found, values: dict[str, Field], entry: int) -> None:
+        """The choices of _CHOICES the arguments make: the meaning of the flag given, else the
+        dialect's parser's default (a switch off, a choice's default), at the entry point."""
+        for e in found.entries:
+            if e.value not in _CHOICES or e.implied or not e.write and e.flag not in values:
+                continue
+            if e.flag in values:
+                self.fact(e.value, e.when if e.switch else e.meaning([values[e.flag].text or ""]),
+                          values[e.flag])
+        for e in found.entries:
+            if e.value not in _CHOICES or e.value in self.out.facts or e.implied:
+                continue
+            if e.switch and isinstance(e.when, bool):
+                self.fact(e.value, not e.when, entry)
+            elif e.map and e.flag in found.catalogue:
+                self.fact(e.value, e.meaning([str(found.catalogue.get(e.flag).default)]), entry)
 
     def read(self, text: str) -> LaunchRead:
         self.sbatch_header(text)
@@ -474,6 +494,7 @@ class _Reader:
                     self.fact("precision", e.when if e.switch else e.meaning([values[e.flag].text or ""]),
                               values[e.flag])
         if megatron:
+            self._choices(found, values, entry)
             for flag in ("sequence_parallel", "distributed_optimizer", "reset_attention_mask"):
                 self.out.facts.setdefault(flag, Fact(False, self.src(entry)))
             for flag in ("--fp8-hybrid", "--fp8-e4m3"):  # older Transformer Engine spellings of FP8

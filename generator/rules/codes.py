@@ -89,6 +89,12 @@ CODES: dict[str, str] = {
     "GL224": "megatron",
     "GL225": "megatron",
     "GL226": "megatron",
+    "GL229": "megatron",
+    "GL230": "megatron",
+    "GL231": "megatron",
+    "GL232": "megatron",
+    "GL233": "megatron",
+    "GL234": "megatron",
     # generator/rules/reading.py
     "GL900": "reading",
     "GL901": "reading",

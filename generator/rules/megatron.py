@@ -430,3 +430,128 @@ def fp8_recipe_requirements(fp8_recipe: str, megatron_version: str | None = None
                 f"10), which {gpu or 'this GPU'} ({nvidia_cc:.1f}) does not have; use delayed, tensorwise or "
                 "blockwise", ("fp8_recipe", "nvidia_cc"))
     return None
+
+
+@rule("GL229", "expert-bias-needs-sigmoid",
+      "Aux-loss-free expert bias needs sigmoid router scores.")
+def expert_bias_scores(moe_router_expert_bias: bool,
+                       moe_router_score_function: str | None = None) -> str | None:
+    """megatron-core's TransformerConfig raises ``Expert bias for aux-loss-free routing only
+    supports 'sigmoid' and 'sqrtsoftplus' score functions`` at start-up: the bias shifts the
+    choice among independent scores, which a softmax over the experts does not give. Fix:
+    moe_router_score_function sigmoid (--moe-router-score-function sigmoid, as DeepSeek-V3), or
+    no expert bias.
+
+    Example: --moe-router-enable-expert-bias with the default softmax scores."""
+    if not moe_router_expert_bias or moe_router_score_function in (None, "sigmoid", "sqrtsoftplus"):
+        return None
+    return (f"moe_router_expert_bias needs sigmoid router scores, not {moe_router_score_function}; set "
+            "moe_router_score_function: sigmoid (--moe-router-score-function sigmoid) or drop the expert "
+            "bias",
+            ("moe_router_expert_bias", "moe_router_score_function"))
+
+
+@rule("GL230", "group-limited-routing",
+      "Group-limited routing needs groups that divide the experts and hold the top-k.")
+def group_limited_routing(moe_router_group_topk: int, moe_router_num_groups: int | None = None,
+                          num_experts: int | None = None, moe_top_k: int | None = None) -> str | None:
+    """megatron-core's TransformerConfig: ``When using group limited routing,
+    moe_router_num_groups must be specified``, ``num_moe_experts should be divisible by
+    moe_router_num_groups`` and ``moe_router_group_topk should be smaller than
+    moe_router_num_groups``; and the router picks its top-k experts among the chosen groups'
+    experts, so k may not exceed group_topk × experts per group (torch.topk fails in the first
+    step). Fix: DeepSeek-V3's 8 groups of 32 experts, 4 per token, top 8.
+
+    Example: --moe-router-group-topk 4 without --moe-router-num-groups."""
+    if moe_router_num_groups is None:
+        return (f"moe_router_group_topk {moe_router_group_topk} needs moe_router_num_groups "
+                "(--moe-router-num-groups)", ("moe_router_group_topk",))
+    if num_experts is not None and num_experts % moe_router_num_groups:
+        return (f"num_experts {num_experts} is not divisible by moe_router_num_groups "
+                f"{moe_router_num_groups}; "
+                f"use groups in {divisors(num_experts)}", ("moe_router_num_groups", "num_experts"))
+    if moe_router_group_topk > moe_router_num_groups:
+        return (f"moe_router_group_topk {moe_router_group_topk} exceeds moe_router_num_groups "
+                f"{moe_router_num_groups}", ("moe_router_group_topk", "moe_router_num_groups"))
+    if num_experts is not None and moe_top_k is not None and \
+            moe_top_k > moe_router_group_topk * (num_experts // moe_router_num_groups):
+        held = moe_router_group_topk * (num_experts // moe_router_num_groups)
+        return (f"moe_top_k {moe_top_k} exceeds the {held} experts of the {moe_router_group_topk} groups "
+                f"each token may use ({num_experts} experts in {moe_router_num_groups} groups)",
+                ("moe_top_k", "moe_router_group_topk"))
+    return None
+
+
+@rule("GL231", "latent-attention-with-query-groups",
+      "Multi-latent attention has no grouped-query attention.")
+def latent_attention_groups(multi_latent_attention: bool, num_attention_heads: int | None = None,
+                            num_query_groups: int | None = None,
+                            group_query_attention: bool = False) -> str | None:
+    """Megatron-LM's validate_args: ``Group query attention is mutually exclusive with multi latent
+    attention`` (every head has its own key and value, up-projected from the shared latent).
+    Fix: num_query_groups equal to the heads (no --group-query-attention / --num-query-groups).
+
+    Example: --multi-latent-attention with --group-query-attention --num-query-groups 8."""
+    if not multi_latent_attention:
+        return None
+    grouped = num_query_groups is not None and num_attention_heads is not None and \
+        num_query_groups != num_attention_heads
+    if not (grouped or group_query_attention):
+        return None
+    return ("multi-latent attention excludes grouped-query attention; leave num_query_groups at the "
+            "heads (no --group-query-attention)", ("multi_latent_attention", "num_query_groups"))
+
+
+@rule("GL232", "mtp-position-embedding",
+      "Multi-token prediction needs positions it can shift: learned, rope or none.")
+def mtp_positions(mtp_num_layers: int, position_embedding: str | None = None,
+                  megatron_flag_values: dict | None = None) -> str | None:
+    """Megatron-LM's validate_args: ``Multi-Token Prediction (MTP) is not supported with 'yarn'
+    position embedding type`` (it shifts position ids; supported: learned_absolute, rope, mrope,
+    none). YaRN outside multi-latent attention is the yarn type (rope with rope_scaling type
+    yarn); MLA's YaRN (--rope-type yarn) is rope and works. Fix: no MTP layers, or rope
+    positions.
+
+    Example: --mtp-num-layers 1 with --position-embedding-type yarn."""
+    if position_embedding is None:  # a script's: as its --position-embedding-type gives it
+        position_embedding = ((megatron_flag_values or {}).get("--position-embedding-type") or (None,))[0]
+    if not mtp_num_layers or position_embedding in (None, "learned_absolute", "rope", "mrope", "none"):
+        return None
+    return (f"mtp_num_layers {mtp_num_layers} with {position_embedding} positions: Megatron's MTP supports "
+            "learned_absolute, rope, mrope and none; drop the MTP layers or the YaRN position type",
+            ("mtp_num_layers", "position_embedding"))
+
+
+@rule("GL233", "expert-bias-with-expert-tp",
+      "Biased experts need expert tensor parallelism 1.")
+def biased_experts_etp(num_experts: int, etp: int, framework: str,
+                       linear_bias: bool | None = None) -> str | None:
+    """megatron-core's TransformerConfig asserts ``Bias in Moe is only supported when ETP==1``:
+    with linear biases (Megatron's default; gpt-oss) the experts cannot be split over tensor
+    parallelism. Fix: parallelism.etp 1 (--expert-tensor-parallel-size 1), or
+    linear_bias: false (--disable-bias-linear).
+
+    Example: --num-experts 8 --expert-tensor-parallel-size 2 without --disable-bias-linear."""
+    if not framework_of(framework).megatron_core or not linear_bias or etp == 1:
+        return None
+    return (f"experts with linear biases need expert tensor parallelism 1, not etp {etp}; set "
+            "parallelism.etp: 1 (--expert-tensor-parallel-size 1) or linear_bias: false",
+            ("etp", "linear_bias"))
+
+
+@rule("GL234", "top1-needs-pre-softmax",
+      "Top-1 softmax routing needs the softmax before the top-k.")
+def top1_pre_softmax(moe_top_k: int, framework: str, moe_router_pre_softmax: bool | None = None,
+                     moe_router_score_function: str | None = None,
+                     moe_load_balancing: str | None = None) -> str | None:
+    """megatron-core's TransformerConfig: ``Please use --moe-router-pre-softmax when topk is 1``
+    (a softmax over the one chosen score is 1 and its gradient zero). Fix:
+    moe_router_pre_softmax true (its default at top-1), top-k above 1, sigmoid scores or
+    sinkhorn balancing.
+
+    Example: --moe-router-topk 1 without --moe-router-pre-softmax."""
+    if not framework_of(framework).megatron_core or moe_top_k != 1 or moe_router_pre_softmax is not False \
+            or moe_router_score_function != "softmax" or moe_load_balancing in (None, "sinkhorn"):
+        return None
+    return ("top-1 softmax routing needs the softmax before the top-k (moe_router_pre_softmax: true, "
+            "--moe-router-pre-softmax)", ("moe_top_k", "moe_router_pre_softmax"))

@@ -45,13 +45,22 @@ class Cluster:
 
 @value
 class RopeScaling:
-    """Llama 3.1's rotary frequency scaling (its config.json ``rope_scaling`` block); part of the
+    """Rotary frequency scaling as a checkpoint's config.json ``rope_scaling`` block gives it:
+    Llama 3.1's frequency bands (type llama3) or YaRN (type yarn: DeepSeek, gpt-oss); part of the
     model, so its defaults are Megatron's (as the schema's descriptions say)."""
 
     factor: float
+    type: str = "llama3"
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
-    original_max_position_embeddings: int = 8192
+    # Megatron's: Llama 3.1's 8192 (rope_utils), MLA's YaRN 4096 (MLATransformerConfig)
+    original_max_position_embeddings: int = field(
+        default=8192, metadata={"derive": lambda r: 4096 if r["type"] == "yarn" else 8192})
+    mscale: float = 1.0
+    mscale_all_dim: float = 0.0
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    truncate: bool = True  # YaRN's correction range rounded to integers (gpt-oss: false)
 
 
 def _model_field(group: str, default: Any = MISSING, *, resume: str | None, required: bool = False,
@@ -116,12 +125,12 @@ class Model:
     max_position_embeddings: int = _shape(derive=lambda m: m["seq_length"], resume=None, fact=True)
     num_experts: int | None = _shape(None, resume="weights", fact=True)
     moe_top_k: int | None = _shape(None, resume="behaviour", fact=True)
-    activation: str = _shape("gelu", resume="weights")
+    activation: str = _shape("gelu", resume="weights")  # gelu | swiglu | quick_geglu (gated)
     normalization: str = _shape("layernorm", resume="weights")
     position_embedding: str = _shape("learned_absolute", resume="weights", fact=True)
     tie_embeddings: bool = _shape(True, resume="weights")
     # the architecture beyond the shape (defaults: what Megatron builds when not told)
-    linear_bias: bool = _architecture(True, resume="weights")
+    linear_bias: bool = _architecture(True, resume="weights", fact=True)
     qkv_bias: bool = _architecture(derive=lambda m: m["linear_bias"], null_is_a_value=True, resume="weights")
     rotary_base: int = _architecture(10000, resume="behaviour")
     rotary_percent: float = _architecture(1.0, resume="behaviour")
@@ -137,13 +146,41 @@ class Model:
                                      null_is_a_value=True, resume="weights")
     embedding_layernorm: bool = _architecture(False, resume="weights")
     parallel_residual: bool = _architecture(False, resume="weights")
+    # multi-latent attention (DeepSeek): low-rank query and key/value latents, rotary channels apart
+    multi_latent_attention: bool = _architecture(False, resume="weights", fact=True)
+    q_lora_rank: int | None = _architecture(None, null_is_a_value=True, resume="weights")
+    kv_lora_rank: int = _architecture(32, resume="weights")
+    qk_head_dim: int = _architecture(128, resume="weights")
+    qk_pos_emb_head_dim: int = _architecture(64, resume="weights")
+    v_head_dim: int = _architecture(128, resume="weights")
+    # attention sinks and sliding windows (gpt-oss)
+    softmax_type: str = _architecture("vanilla", resume="weights")  # learnable: a sink per head
+    window_size: tuple[int, int] | None = _architecture(None, null_is_a_value=True, resume="behaviour")
+    window_attn_skip_freq: int | None = _architecture(None, null_is_a_value=True, resume="behaviour")
+    # the gated MLP's linear offset and clamp (gpt-oss)
+    glu_linear_offset: float = _architecture(0.0, resume="behaviour")
+    activation_clamp: float | None = _architecture(None, null_is_a_value=True, resume="behaviour")
+    # multi-token prediction (DeepSeek-V3): layers after the main model, sharing its embedding and head
+    mtp_num_layers: int | None = _architecture(None, null_is_a_value=True, resume="weights", fact=True)
+    mtp_loss_scaling_factor: float = _architecture(0.1, resume="behaviour")
     # mixture of experts (meaningful with num_experts)
     moe_ffn_hidden_size: int | None = _moe(None, null_is_a_value=True, resume="weights")
     moe_shared_expert_intermediate_size: int | None = _moe(None, null_is_a_value=True, resume="weights")
     moe_dense_layers: int = _moe(0, resume="weights")
-    moe_load_balancing: str = _moe("aux_loss", resume="behaviour")
+    moe_load_balancing: str = _moe("aux_loss", resume="behaviour", fact=True)
     moe_aux_loss_coeff: float = _moe(0.0, resume="behaviour")
     moe_z_loss_coeff: float | None = _moe(None, null_is_a_value=True, resume="behaviour")
+    # routing: score function, pre-softmax, aux-loss-free expert bias, group-limited top-k, scaling
+    moe_router_score_function: str = _moe("softmax", resume="behaviour", fact=True)
+    # Megatron's validate_args asks for pre-softmax with top-1 softmax routing (else a zero gradient)
+    moe_router_pre_softmax: bool = _moe(derive=lambda m: m["moe_top_k"] == 1, null_is_a_value=True,
+                                        resume="behaviour", fact=True)
+    moe_router_expert_bias: bool = _moe(False, resume="behaviour", fact=True)  # a buffer, not a parameter
+    moe_router_bias_update_rate: float = _moe(1e-3, resume="behaviour")
+    moe_router_num_groups: int | None = _moe(None, null_is_a_value=True, resume="behaviour", fact=True)
+    moe_router_group_topk: int | None = _moe(None, null_is_a_value=True, resume="behaviour", fact=True)
+    moe_router_topk_scaling_factor: float | None = _moe(None, null_is_a_value=True, resume="behaviour")
+    moe_router_dtype: str | None = _moe(None, null_is_a_value=True, resume="behaviour")
     moe_capacity_factor: float | None = _moe(None, null_is_a_value=True, resume="behaviour")
     moe_token_drop_policy: str = _moe("probs", resume="behaviour")
     moe_pad_to_capacity: bool = _moe(False, resume="behaviour")

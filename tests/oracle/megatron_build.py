@@ -33,7 +33,17 @@ CONFIG = ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups"
           "num_moe_experts", "moe_router_topk", "moe_router_load_balancing_type", "moe_aux_loss_coeff",
           "moe_z_loss_coeff", "moe_expert_capacity_factor", "moe_token_drop_policy",
           "moe_pad_expert_input_to_capacity", "moe_token_dispatcher_type", "moe_grouped_gemm",
-          "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size", "moe_layer_freq")
+          "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size", "moe_layer_freq",
+          # multi-latent attention, its YaRN, multi-token prediction, routing, sinks and windows
+          "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim",
+          "v_head_dim", "rope_type", "rotary_scaling_factor", "mscale", "mscale_all_dim",
+          "original_max_position_embeddings", "beta_fast", "beta_slow", "mtp_num_layers", "mtp_loss_scaling_factor",
+          "moe_router_score_function", "moe_router_pre_softmax", "moe_router_enable_expert_bias",
+          "moe_router_bias_update_rate", "moe_router_num_groups", "moe_router_group_topk",
+          "moe_router_topk_scaling_factor", "moe_router_dtype", "softmax_type", "window_size",
+          "window_attn_skip_freq", "glu_linear_offset", "activation_func_clamp_value",
+          "yarn_rotary_scaling_factor", "yarn_original_max_position_embeddings", "yarn_beta_fast",
+          "yarn_beta_slow", "yarn_mscale", "yarn_mscale_all_dim", "yarn_correction_range_round_to_int")
 # argument values the model builder reads beside the config, and the overlap switches
 ARGS = ("position_embedding_type", "rotary_base", "rotary_percent", "use_rope_scaling", "rope_scaling_factor",
         "untie_embeddings_and_output_weights", "max_position_embeddings", "make_vocab_size_divisible_by",
@@ -71,6 +81,50 @@ def _init_gloo(mpu) -> None:
     mpu.initialize_model_parallel(1, 1)
 
 
+def _local_mla_core_attention(spec, config) -> None:
+    """MLA hands its core attention the key and value head widths (k_channels, v_channels), which
+    Transformer Engine's DotProductAttention takes and megatron-core's local one does not. The
+    core attention holds no parameters (vanilla softmax): a local one that takes and drops the
+    widths builds the same parameters."""
+    from megatron.core.transformer.dot_product_attention import DotProductAttention
+
+    class LocalMlaCoreAttention(DotProductAttention):
+        def __init__(self, *args, k_channels=None, v_channels=None, **kwargs):
+            super().__init__(*args, **kwargs)
+
+    for layer in spec.layer_specs:
+        attention = layer.submodules.self_attention.submodules
+        if attention.core_attention is DotProductAttention:
+            attention.core_attention = LocalMlaCoreAttention
+        if config.q_lora_rank is None and config.qk_layernorm:
+            # as Transformer Engine's layer spec: no standalone query norm without a query
+            # latent; main's MLA then fuses one into the query projection (below)
+            from megatron.core.transformer.identity_op import IdentityOp
+
+            attention.q_layernorm = IdentityOp
+
+
+def _local_fused_norm_linear() -> None:
+    """main's MLA with qk_layernorm and no query latent normalises the hidden state inside the
+    query projection, with the backend's fused norm+linear (Transformer Engine's
+    LayerNormColumnParallelLinear: a norm weight over the input, and a bias for LayerNorm, before
+    the linear), which the local backend lacks. A local linear holding those parameters stands in
+    for it; Megatron's own resolver decides where it goes."""
+    import torch
+    from megatron.core.models import backends
+    from megatron.core.tensor_parallel.layers import ColumnParallelLinear
+
+    class LocalNormColumnParallelLinear(ColumnParallelLinear):
+        def __init__(self, input_size, output_size, *args, config, **kwargs):
+            super().__init__(input_size, output_size, *args, config=config, **kwargs)
+            self.layer_norm_weight = torch.nn.Parameter(torch.empty(input_size))
+            if config.normalization == "LayerNorm":
+                self.layer_norm_bias = torch.nn.Parameter(torch.empty(input_size))
+
+    if hasattr(backends, "LocalSpecProvider"):
+        backends.LocalSpecProvider.column_parallel_layer_norm_linear = lambda self: LocalNormColumnParallelLinear
+
+
 def megatron_lm(cases: list[dict]) -> list[dict]:
     """Megatron-LM (megatron.training): its GPTModel built as pretrain_gpt.py builds it."""
     with contextlib.redirect_stdout(io.StringIO()):
@@ -87,6 +141,22 @@ def megatron_lm(cases: list[dict]) -> list[dict]:
                 vocab_size_with_padding as _vocab_size_with_padding,
             )
         _init_gloo(parallel_state)
+    # YaRN's rotary embedding (MLA, gpt-oss) puts its frequencies on the current CUDA device
+    # whatever use_cpu_initialization says: the CPU stands in for it (no parameters live there)
+    torch.cuda.current_device = lambda: "cpu"
+    # the MTP layer asks whether its projection is Transformer Engine's inference linear, an
+    # isinstance over TE classes that are not there without TE: it is not (a local linear)
+    with contextlib.suppress(ImportError, AttributeError):
+        from megatron.core.transformer import multi_token_prediction
+
+        multi_token_prediction.is_inference_column_parallel_linear = lambda module: False
+    # core_v0.16's MLA takes Transformer Engine for present when its extension module imports
+    # (it does without TE, with stand-ins that are not classes) and asks isinstance of them
+    from megatron.core.transformer import multi_latent_attention
+
+    if not isinstance(getattr(multi_latent_attention, "TELinear", None), type):
+        multi_latent_attention.HAVE_TE = False
+    _local_fused_norm_linear()
     results = []
     for case in cases:
         err = io.StringIO()
@@ -106,8 +176,15 @@ def megatron_lm(cases: list[dict]) -> list[dict]:
                 switches["activation_func"] = getattr(config.activation_func, "__name__", None)
                 spec = get_gpt_decoder_block_spec(config, use_transformer_engine=False,
                                                   normalization=args.normalization)
+                if getattr(config, "multi_latent_attention", False):
+                    _local_mla_core_attention(spec, config)
+                mtp = None
+                if getattr(config, "mtp_num_layers", None):  # as pretrain_gpt.py: after the last layer's spec
+                    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_mtp_block_spec
+                    mtp = get_gpt_mtp_block_spec(config, spec.layer_specs[-1], use_transformer_engine=False)
                 with torch.device("meta"):
                     model = GPTModel(config=config, transformer_layer_spec=spec, vocab_size=padded,
+                                     **({"mtp_block_spec": mtp} if mtp is not None else {}),
                                      max_sequence_length=args.max_position_embeddings,
                                      pre_process=True, post_process=True, parallel_output=True,
                                      share_embeddings_and_output_weights=not args.untie_embeddings_and_output_weights,
@@ -116,7 +193,9 @@ def megatron_lm(cases: list[dict]) -> list[dict]:
                                      rope_scaling=args.use_rope_scaling,
                                      rope_scaling_factor=args.rope_scaling_factor)
                 moe_layers = sum(1 for layer in model.decoder.layers if type(layer.mlp).__name__ == "MoELayer")
+                mtp_block = getattr(model, "mtp", None)
             results.append({"ok": True, "params": sum(p.numel() for p in model.parameters()),
+                            "mtp_params": sum(p.numel() for p in mtp_block.parameters()) if mtp_block else 0,
                             "padded_vocab_size": padded, "config": switches, "args": seen,
                             "moe_layers": moe_layers})
             del model
