@@ -156,7 +156,8 @@ def test_random_specs_are_accepted_by_their_parsers(trees, tmp_path: Path) -> No
 
 def test_moe_runs_are_accepted_by_their_parsers(trees, tmp_path: Path) -> None:
     """MoE in Megatron-LM and in microsoft's fork (--num-experts/--topk/--moe-expert-parallel-size,
-    experts tensor-parallel only with --enable-expert-tensor-parallelism)."""
+    experts tensor-parallel only with --enable-expert-tensor-parallelism, --create-moe-param-group
+    with ZeRO)."""
     import yaml
 
     cases = []
@@ -171,6 +172,8 @@ def test_moe_runs_are_accepted_by_their_parsers(trees, tmp_path: Path) -> None:
         path.write_text(yaml.safe_dump(data))
         cases += cases_of(spec_files(load_spec(path))[0], path.stem)
     assert [c["tree"] is not None for c in cases] == [True, True, True]
+    # microsoft's fork with ZeRO: the experts' own param groups (DeepSpeed's ZeRO asks for them)
+    assert ["--create-moe-param-group" in c["argv"] for c in cases] == [False, True, True]
     check(cases, run_parsers(trees, cases))
 
 

@@ -78,6 +78,10 @@ def megatron_values(plan) -> dict[str, Any]:
         "deepspeed_flag": record.deepspeed_engine,
         "deepspeed_config": "ds_config.json" if record.deepspeed_engine else None,
         "zero_stage": plan.zero_stage if record.deepspeed_engine else None,
+        # DeepSpeed's ZeRO optimizer wants the experts' parameters in param groups of their own
+        # (a dialect without MoE refuses num_experts itself: GL218 once, not again for this)
+        "moe_param_group": experts and record.deepspeed_engine and bool(plan.zero_stage)
+        and plan.dialect is not None and plan.dialect.can("moe"),
         # for the comments only
         "world_size": plan.world_size, "dp": plan.dp, "global": plan.global_batch_size,
         "accumulation": plan.gradient_accumulation_steps, "steps": plan.schedule.train_iters,

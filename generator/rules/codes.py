@@ -36,6 +36,8 @@ CODES: dict[str, str] = {
     "GL109": "deepspeed",
     "GL110": "deepspeed",
     "GL111": "deepspeed",
+    "GL115": "deepspeed",
+    "GL116": "deepspeed",
     # generator/rules/dialect.py
     "GL218": "dialect",
     "GL219": "dialect",

@@ -3,6 +3,7 @@ engines' constraints, as each rule's docstring cites)."""
 
 from __future__ import annotations
 
+from generator.dialects import dialect
 from generator.frameworks import framework_of
 from generator.rules.registry import rule
 from generator.rules.suggest import divisors
@@ -112,3 +113,55 @@ def wsd(decay: str, framework: str) -> str | None:
     if decay != "wsd" or not framework_of(framework).deepspeed_scheduler:
         return None
     return "decay wsd needs Megatron (--lr-decay-style WSD); DeepSpeed's schedulers have no WSD"
+
+
+def _deepspeed_moe(framework: str) -> bool:
+    """Whether the framework's experts are DeepSpeed's MoE layer under DeepSpeed's engine
+    (Megatron-DeepSpeed: microsoft's fork builds deepspeed.moe.layer.MoE for --num-experts).
+    Megatron-LM's own MoE never meets DeepSpeed; plain DeepSpeed's model is the user's script,
+    whose experts are not known."""
+    record = framework_of(framework)
+    return record.deepspeed_engine and record.megatron_arguments
+
+
+@rule("GL115", "zero3-with-deepspeed-moe", "DeepSpeed's engine refuses its own MoE layer under ZeRO stage 3.")
+def zero3_moe(zero_stage: int, num_experts: int, framework: str) -> str | None:
+    """Megatron-DeepSpeed's experts are DeepSpeed's MoE layer, and DeepSpeed 0.19's engine
+    raises ``Native DeepSpeed MoE is not supported with ZeRO Stage 3. Use AutoEP or choose ZeRO
+    stage 1/2.`` when it starts. (Megatron-LM's own MoE does not use DeepSpeed.) Fix: zero_stage
+    1 or 2 with experts, or a dense model at ZeRO-3.
+
+    Example: --num-experts 8 with zero_optimization.stage 3 (or --zero-stage 3)."""
+    if zero_stage != 3 or not num_experts or not _deepspeed_moe(framework):
+        return None
+    return (f"num_experts {num_experts} with zero_stage 3: DeepSpeed's engine refuses its MoE layer "
+            "under ZeRO-3 (\"Native DeepSpeed MoE is not supported with ZeRO Stage 3\"); use "
+            "zero_stage 1 or 2", ("num_experts", "zero_stage", "framework"))
+
+
+@rule("GL116", "moe-param-group-missing",
+      "DeepSpeed's ZeRO wants the experts' parameters in param groups of their own.")
+def moe_param_group_missing(megatron_flags: dict, megatron_dialect: str, deepspeed_flag: bool,
+                            num_experts: int, zero_stage: int,
+                            moe_param_group: bool | None = None) -> str | None:
+    """DeepSpeed's ZeRO optimizer (stages 1 and 2) asserts ``The model has moe layers, but None
+    of the param groups are marked as MoE`` when it starts. microsoft's Megatron-DeepSpeed puts
+    the experts' parameters in groups of their own (DeepSpeed's
+    split_params_into_different_moe_groups_for_optimizer) only with --create-moe-param-group;
+    its default leaves them out, so a run with --num-experts and ZeRO-1 or ZeRO-2 stops before
+    its first step (ZeRO-3 refuses the MoE layer itself: GL115). Fix: add
+    --create-moe-param-group (the flag the dialect's table writes for it).
+
+    Example: --deepspeed --num-experts 8 with zero_optimization.stage 1 and no
+    --create-moe-param-group."""
+    if moe_param_group or not num_experts or zero_stage not in (1, 2) or not deepspeed_flag:
+        return None
+    flags = {e.value: e.flag for e in dialect(megatron_dialect).entries
+             if e.value in ("moe_param_group", "num_experts")}
+    if "moe_param_group" not in flags:  # the dialect has no DeepSpeed MoE (and no such flag)
+        return None
+    flag, experts = flags["moe_param_group"], flags.get("num_experts", "")
+    place = [(experts, megatron_flags[experts])] if experts in megatron_flags else []
+    return (f"num_experts {num_experts} with ZeRO stage {zero_stage} and no {flag}: DeepSpeed's ZeRO "
+            "optimizer stops at start-up (\"The model has moe layers, but None of the param groups are "
+            f"marked as MoE\"); add {flag}", ("num_experts", "zero_stage", "megatron_dialect"), *place)
