@@ -291,11 +291,10 @@ class _Mapper:
         out: dict[str, Any] = {"num_experts": self.int(experts_key), "moe_top_k": self.int(top_key)}
         if self.kind in ("qwen3_moe", *_DEEPSEEK):
             out["moe_ffn_hidden_size"] = self.int("moe_intermediate_size")
-        if self.kind == "qwen3_moe":
-            if self.int("decoder_sparse_step") != 1 or self.raw("mlp_only_layers"):
-                key = "mlp_only_layers" if self.raw("mlp_only_layers") else "decoder_sparse_step"
-                raise self.refuse(key, "dense layers between the MoE layers: the spec builds every "
-                                  "layer as MoE (moe_dense_layers: the first ones only)")
+        if self.kind == "qwen3_moe" and (self.int("decoder_sparse_step") != 1 or self.raw("mlp_only_layers")):
+            key = "mlp_only_layers" if self.raw("mlp_only_layers") else "decoder_sparse_step"
+            raise self.refuse(key, "dense layers between the MoE layers: the spec builds every "
+                              "layer as MoE (moe_dense_layers: the first ones only)")
         if self.kind in _DEEPSEEK:
             out.update(self._deepseek_router())
         else:
@@ -309,7 +308,8 @@ class _Mapper:
         out: dict[str, Any] = {}
         shared = self.raw("n_shared_experts")
         if shared:
-            out["moe_shared_expert_intermediate_size"] = self.int("n_shared_experts") * self.int("moe_intermediate_size")
+            width = self.int("moe_intermediate_size")
+            out["moe_shared_expert_intermediate_size"] = self.int("n_shared_experts") * width
         out["moe_dense_layers"] = self.int("first_k_dense_replace", minimum=0)
         if self.int("moe_layer_freq") != 1:
             raise self.refuse("moe_layer_freq", "MoE on every other layer: the spec builds every layer "
