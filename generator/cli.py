@@ -330,7 +330,7 @@ def lint(
 def import_(
     paths: Annotated[list[Path], typer.Argument(
         help="One run's launch files: its script (with what it sources), its DeepSpeed JSON, or "
-        "their folder.", show_default=False)],
+        "their folder; or a Hugging Face config.json (the model section).", show_default=False)],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the spec to this file "
                    "(default: stdout).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,

@@ -20,11 +20,13 @@ from generator.errors import UserError, UserErrors
 from generator.frameworks import ARGUMENT_DIALECTS, FRAMEWORKS, argument_dialect, framework_of, on_vendor
 from generator.importer.deepspeed import read_deepspeed
 from generator.importer.draft import MARK, Draft, RuntimeWord, spec_word, to_yaml
+from generator.importer.hf_config import hf_draft, looks_like_hf_config
 from generator.importer.launch import read_launch_facts
 from generator.importer.megatron import read_megatron
 from generator.importer.model import read_model
 from generator.importer.trainer import read_accelerate, read_trainer
 from generator.lint import gather
+from generator.lint.discover import read_text
 from generator.lint.engine import Run, lint_texts
 from generator.readers.bash.evaluate import UNKNOWN
 from generator.readers.launch import trainer_words
@@ -49,6 +51,9 @@ class Imported:
 
 
 def import_paths(paths: list[Path]) -> Imported:
+    hf = _hf_config(paths)
+    if hf is not None:
+        return hf
     texts, problems, extra = gather(paths)
     result = lint_texts(texts, extra)
     problems += result.unreadable
@@ -73,6 +78,28 @@ def import_paths(paths: list[Path]) -> Imported:
 
     return Imported(to_yaml(draft, spec_schema(), header), draft, sources,
                     result.findings, result.problems + problems)
+
+
+def _hf_config(paths: list[Path]) -> Imported | None:
+    """A Hugging Face config.json (a JSON object with model_type) among the paths: the spec its
+    model implies (importer/hf_config.py); None when there is none."""
+    found = []
+    for path in paths:
+        if path.suffix == ".json" and path.is_file():
+            text, _ = read_text(path)
+            if text is not None and looks_like_hf_config(text):
+                found.append((str(path), text))
+    if not found:
+        return None
+    if len(paths) > 1:
+        raise UserError(f"{found[0][0]}: a Hugging Face config.json is imported on its own (it gives "
+                        "the model section; import the launch files separately and merge the model)")
+    source, text = found[0]
+    draft = hf_draft(text, source)
+    header = [f"Imported by gen-launch {__version__} from {source} (a Hugging Face config.json).",
+              f'Lines marked "{MARK}" were not (fully) determined by the file: check them.']
+    header += [f"note: {note}" for note in draft.notes]
+    return Imported(to_yaml(draft, spec_schema(), header), draft, [source])
 
 
 def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
