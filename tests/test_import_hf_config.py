@@ -142,18 +142,31 @@ def _fill(text: str) -> str:
     return text
 
 
-def test_cli_imports_qwen3_8b_to_a_spec_that_loads(tmp_path: Path) -> None:
+def test_cli_imports_a_model_without_a_preset_to_a_spec_that_loads(tmp_path: Path) -> None:
+    """A Qwen3 of 28 layers (no preset has that shape): written field by field, its training
+    length marked as not determined."""
+    config = json.loads((ROOT / "tests/data/hf_configs/qwen3-8b.json").read_text())
+    config["num_hidden_layers"] = 28
+    source = tmp_path / "config.json"
+    source.write_text(json.dumps(config, indent=2))
     out = tmp_path / "spec.yaml"
-    result = runner.invoke(app, ["import", str(ROOT / "tests/data/hf_configs/qwen3-8b.json"), "-o", str(out)])
+    result = runner.invoke(app, ["import", str(source), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert "not determined: model.seq_length" in result.output and "Traceback" not in result.output
     text = out.read_text()
-    assert yaml.safe_load(text)["model"]["qk_layernorm"] is True
+    assert "preset" not in yaml.safe_load(text)["model"] and yaml.safe_load(text)["model"]["qk_layernorm"] is True
     out.write_text(_fill(text))
     spec = load_spec(out)
     assert (spec.model.num_layers, spec.model.num_query_groups, spec.model.ffn_hidden_size,
             spec.model.vocab_size, spec.model.rotary_base, spec.model.norm_epsilon) == (
-        36, 8, 12288, 151936, 1000000, 1e-6)
+        28, 8, 12288, 151936, 1000000, 1e-6)
+
+
+@pytest.mark.parametrize("name", ["qwen3-8b", "deepseek-v3", "gpt-oss-20b"])
+def test_cli_names_the_preset_of_a_released_config(name: str) -> None:
+    result = runner.invoke(app, ["import", str(ROOT / f"tests/data/hf_configs/{name}.json")])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["model"] == {"preset": name}
 
 
 def test_cli_writes_a_preset_when_the_config_is_one(tmp_path: Path) -> None:

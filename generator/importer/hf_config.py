@@ -247,13 +247,15 @@ class _Mapper:
                     "high_freq_factor": number("high_freq_factor", 4.0),
                     "original_max_position_embeddings": int(number("original_max_position_embeddings", 8192))}
         if kind == "yarn":
-            if block.get("truncate") is False:
-                self.notes.append("rope_scaling.truncate false (gpt-oss's YaRN keeps the correction "
-                                  "range unrounded): the spec's YaRN block has no such switch")
+            truncate = block.get("truncate", True)
+            if not isinstance(truncate, bool):
+                raise self._bad("rope_scaling", block, "truncate true or false")
             return {"type": "yarn", "factor": number("factor"),
                     "original_max_position_embeddings": int(number("original_max_position_embeddings")),
                     "mscale": number("mscale", 1.0), "mscale_all_dim": number("mscale_all_dim", 0.0),
-                    "beta_fast": number("beta_fast", 32.0), "beta_slow": number("beta_slow", 1.0)}
+                    "beta_fast": number("beta_fast", 32.0), "beta_slow": number("beta_slow", 1.0),
+                    # gpt-oss keeps YaRN's correction range unrounded
+                    **({} if truncate else {"truncate": False})}
         raise self.refuse("rope_scaling", f"RoPE scaling of type {kind!r}: the spec's model.rope_scaling "
                           "takes llama3 (Llama 3.1) and yarn (DeepSeek, gpt-oss) only")
 
