@@ -7,7 +7,7 @@ from dataclasses import replace
 from generator import presets
 from generator.estimate.advice import deepseek_llm, kaplan_critical_batch
 from generator.estimate.memory import ALLOWANCE_FIXED_GIB, ALLOWANCE_FRACTION, GIB, estimate_memory
-from generator.estimate.params import count_params
+from generator.estimate.params import Shape, count_params
 from generator.estimate.plan import layout_of, shape_of, usable_memory_gib
 from generator.plan.plan import Plan
 from generator.spec.architecture import architecture_line
@@ -94,16 +94,30 @@ def _model_lines(plan: Plan) -> list[str]:
     padding the framework builds."""
     m = plan.model
     params = count_params(shape_of(plan))
-    count = f"  {params.published:,} parameters"
+    released = count_params(Shape.of(m)).main  # as a checkpoint holds it
+    count = f"  {released:,} parameters"
+    more = params.main - params.vocab_padding - released
+    if more:
+        count += (f" + {more:,} of query norms {plan.dialect} fuses into multi-latent attention's query "
+                  "projection (no query latent, qk_layernorm; the checkpoint has none)")
     if params.vocab_padding:
         count += (f" + {params.vocab_padding:,} of vocabulary padding ({m.vocab_size:,} → "
                   f"{plan.padded_vocab_size:,} rows, a multiple of {m.make_vocab_size_divisible_by} × tp "
-                  f"{plan.tp}) = {params.total:,} built")
+                  f"{plan.tp})")
+    if params.mtp_layers:
+        count += (f" + {params.mtp * params.mtp_layers:,} in {params.mtp_layers} MTP layer"
+                  f"{'s' if params.mtp_layers > 1 else ''} (sharing the embedding and the output head)")
+    if params.total != released:
+        count += f" = {params.total:,} built"
     if m.preset:
         published = presets.models()[m.preset].get("published", {})
-        if published.get("params") == params.published and published.get("exact", True):
+        if published.get("params") == released and published.get("exact", True):
             count += f"; {m.preset} as released ({published['source']})"
-    return [f"Model ({m.preset or 'custom'})", f"  {architecture_line(m, plan.ep)}", count]
+    lines = [f"Model ({m.preset or 'custom'})", f"  {architecture_line(m, plan.ep)}", count]
+    if m.num_experts and m.moe_router_expert_bias:
+        lines.append(f"  the expert bias ({m.num_experts} per MoE layer) is a buffer Megatron updates, not a "
+                     "parameter (a checkpoint stores it as one)")
+    return lines
 
 
 def _advice(plan: Plan) -> list[str]:

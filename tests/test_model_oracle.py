@@ -353,3 +353,55 @@ def test_every_moe_field_reaches_the_model_megatron_builds(trees, tmp_path: Path
     assert not failures, "\n".join(failures)
     assert results[0]["config"]["moe_layer_freq"] == [0, 0, 1, 1, 1, 1] and results[0]["moe_layers"] == 4
     assert results[1]["config"]["add_bias_linear"] is True and results[1]["padded_vocab_size"] == 50304
+
+
+# (layout, pp, its ranks' transformer layers, MTP layers) as gen-launch reads them
+LAYOUTS = [("Et*3|(tt|)*29,m|L", 8, (9, 8, 8, 8, 8, 8, 6, 6), (0, 0, 0, 0, 0, 0, 1, 0)),  # DeepSeek-V3, vpp 4
+           ("Et*7|t*8|t*8|t*8|t*8|t*8|t*8|t*6m,L", 8, (7, 8, 8, 8, 8, 8, 8, 6), (0, 0, 0, 0, 0, 0, 0, 1))]
+
+
+def test_deepseek_v3_pipeline_layouts_are_megatrons(trees, tmp_path: Path) -> None:
+    """DeepSeek-V3's 61 layers and its MTP layer on pp 8 (and × vpp 4) through
+    --pipeline-model-parallel-layout: Megatron-LM main's parser and its own layout class
+    (PipelineParallelLayerLayout, validated as TransformerConfig validates it) take what
+    gen-launch writes, and give each pipeline rank the layers gen-launch's reading gives it (the
+    first and last rank's are the estimate's stages); the model built is the preset's."""
+    from generator.spec.pipeline_layout import PipelineLayout
+
+    cases = []
+    for k, (layout, pp, _, _) in enumerate(LAYOUTS):
+        data = preset_spec("deepseek-v3")
+        data["cluster"]["nodes"] = 16
+        data["parallelism"] = {"tp": 2, "pp": pp, "ep": 8, "etp": 1, "pipeline_layout": layout}
+        data["batch"] = {"micro_batch_size": 1, "global_batch_size": 64}  # 8 micro-batches: pp's multiple
+        path = tmp_path / f"layout{k}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        cases += build_cases(load_spec(path), f"layout {layout}", BUILD_TREES[1])
+    results = run_builds(trees, cases)
+    for case, result, (layout, pp, layers, mtp) in zip(cases, results, LAYOUTS, strict=True):
+        assert result["ok"], result
+        assert "--pipeline-model-parallel-layout" in case["argv"]
+        assert "--num-virtual-stages-per-pipeline-rank" not in case["argv"]
+        ours = PipelineLayout.parse(layout)
+        assert tuple(result["layout_layers"]) == ours.rank_layers(pp) == layers
+        assert tuple(result["layout_mtp"]) == ours.rank_layers(pp, "m") == mtp
+        assert result["layout_vpp"] == ours.vpp(pp) and case["plan"].vpp == ours.vpp(pp)
+        assert case["plan"].spec.parallelism.split_layers(61) == (layers[0], layers[-1])
+        assert not mismatches(case, result)
+
+
+@pytest.mark.parametrize(("layout", "why"), [
+    ("Et*3|(tt|)*29,m|L", "not a multiple of pp 6"),  # 32 stages on pp 6
+    ("Et|(tt|)*29,m|L", "places 59 transformer layers t, the model has 61"),
+    ("Et*3|(tt|)*29,|L", "places 0 MTP layers m, the model has 1"),
+    ("Et*3|(tt|)*28,tm|t|L", "must follow every transformer layer"),
+])
+def test_a_layout_megatron_refuses_is_refused_by_name(layout: str, why: str, tmp_path: Path) -> None:
+    data = preset_spec("deepseek-v3")
+    data["cluster"]["nodes"] = 12 if "pp 6" in why else 16
+    data["parallelism"] = {"tp": 2, "pp": 6 if "pp 6" in why else 8, "ep": 8, "etp": 1, "pipeline_layout": layout}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(PlanError) as err:
+        resolve(load_spec(path))
+    assert "GL235" in str(err.value) and why in str(err.value), str(err.value)

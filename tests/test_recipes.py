@@ -17,10 +17,10 @@ import yaml
 from .conftest import ROOT
 from .helpers import spec_dict
 
-FLAG = "--moe-router-topk-scaling-factor"  # defined by every Megatron-LM release's parser
-FIELD = "moe_router_topk_scaling_factor"
+FLAG = "--moe-input-jitter-eps"  # defined by every Megatron-LM release's parser
+FIELD = "moe_input_jitter_eps"
 MOE = {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "vocab_size": 32000,
-       "seq_length": 2048, "num_experts": 8, "moe_top_k": 2}
+       "seq_length": 2048, "num_experts": 8, "moe_top_k": 2, "linear_bias": False}  # (biased experts: GL233)
 
 
 def _scratch(tmp_path: Path) -> Path:
@@ -53,7 +53,7 @@ def _add_schema_field(tree: Path, name: str = FIELD) -> None:
     schema = json.loads(path.read_text(encoding="utf-8"))
     schema["properties"]["model"]["properties"][name] = {
         "type": "number", "exclusiveMinimum": 0,
-        "description": "Scale of the top-k experts' routing weights (DeepSeek-V3: 2.5)."}
+        "description": "Noise added to the router's input (Switch Transformer's jitter)."}
     path.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
@@ -67,11 +67,11 @@ def test_adding_a_flag_is_a_schema_field_and_a_table_entry(tmp_path: Path) -> No
     tree = _scratch(tmp_path)
     _add_schema_field(tree)
     _add_table_entry(tree)
-    moe = {**MOE, FIELD: 2.5}
+    moe = {**MOE, FIELD: 0.01}
     given = _spec(tmp_path, "moe.yaml", spec_dict(model=moe))
     done = _run(tree, given, "--target", "megatron", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"{FLAG} 2.5" in done.stdout  # written, and read back by lint before it was
+    assert f"{FLAG} 0.01" in done.stdout  # written, and read back by lint before it was
     # not given: the parser's default, no flag
     plain = _run(tree, _spec(tmp_path, "plain.yaml", spec_dict(model=MOE)), "--target", "megatron",
                  cwd=tmp_path)
@@ -84,7 +84,7 @@ def test_adding_a_flag_is_a_schema_field_and_a_table_entry(tmp_path: Path) -> No
     line = next(n for n, text in enumerate((tmp_path / "fork.yaml").read_text().splitlines(), 1)
                 if text.strip().startswith(f"{FIELD}:"))
     assert f"fork.yaml:{line}:" in refused.stderr
-    assert f"GL218 model.{FIELD} 2.5 cannot be expressed in Megatron-DeepSpeed (microsoft)" in refused.stderr
+    assert f"GL218 model.{FIELD} 0.01 cannot be expressed in Megatron-DeepSpeed (microsoft)" in refused.stderr
     assert "use Megatron-LM latest (framework: megatron-lm)" in refused.stderr
     assert "internal error" not in refused.stderr
 
@@ -92,8 +92,8 @@ def test_adding_a_flag_is_a_schema_field_and_a_table_entry(tmp_path: Path) -> No
 @pytest.mark.parametrize("typo", ["table", "schema"])
 def test_a_typo_in_the_flags_field_is_refused_not_dropped(tmp_path: Path, typo: str) -> None:
     tree = _scratch(tmp_path)
-    _add_schema_field(tree, FIELD if typo == "table" else FIELD.replace("factor", "facter"))
-    _add_table_entry(tree, f"model.{FIELD.replace('factor', 'facter')}" if typo == "table" else f"model.{FIELD}")
+    _add_schema_field(tree, FIELD if typo == "table" else FIELD.replace("jitter", "jiter"))
+    _add_table_entry(tree, f"model.{FIELD.replace('jitter', 'jiter')}" if typo == "table" else f"model.{FIELD}")
     done = _run(tree, _spec(tmp_path, "moe.yaml", spec_dict(model=MOE)), "--target", "megatron", cwd=tmp_path)
     assert done.returncode != 0
     assert "TableError" in done.stderr and "which schemas/spec.schema.json does not define" in done.stderr

@@ -47,6 +47,8 @@ REFUSALS: list[tuple[dict, str]] = [
     (spec_dict(launch={"extra_args": ["--no-such-flag"]}), "GL219"),
     (spec_dict(data={"paths": ["/d"]}, launch={"extra_args": ["--data-path", "/other"]}), "GL220"),
     (spec_dict(megatron={"fork": "bigscience"}), "GL221"),
+    # a pipeline layout of 4 stages on pp 2 (vpp 2) beside a vpp of 4
+    (spec_dict(parallelism={"tp": 1, "pp": 2, "vpp": 4, "pipeline_layout": "Et|t|t|tL"}), "GL235"),
     (spec_dict(framework="fsdp", parallelism={"tp": 1, "pp": 1, "zero_stage": 3}, data={"paths": ["/d"]}),
      "GL223"),
     (spec_dict(training={"train_iters": 1000, "warmup": {"iters": 10}, "lr": None,

@@ -101,6 +101,10 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         values["position_embedding"] = (positions, "model.rope_scaling")
     for key, dotted, section, name in _table_fields():
         values[key] = (getattr(getattr(spec, section), name), dotted)
+    values["pipeline_layout"] = (p.pipeline_layout, "parallelism.pipeline_layout")
+    if p.pipeline_layout is not None:  # the layout's stages are pp × vpp (GL235 holds vpp to them)
+        values["vpp_given"] = values["vpp"]
+        values["vpp"] = (_layout_vpp(p) or p.vpp, "parallelism.pipeline_layout")
     for key in ("container_image", "container_mounts", "container_workdir", "output", "error"):
         values[key] = (getattr(spec.slurm, key) or None, f"slurm.{key}")
     values["checkpoint_dir"] = (spec.checkpoint.dir, "checkpoint.dir")  # GL311, GL315
@@ -114,6 +118,15 @@ def batch_facts(facts: dict[str, Fact], solved) -> None:
             facts[key] = Fact(getattr(solved, key), DERIVED)
     if solved.used_token_target:
         facts["tokens_per_step_target"] = facts.pop("tokens_per_step")
+
+
+def _layout_vpp(p) -> int | None:
+    """The virtual stages a pipeline layout gives each rank (None: no layout, or one GL235
+    refuses for this pp)."""
+    layout = p.layout()
+    if layout is None or len(layout.stages) % p.pp:
+        return None
+    return layout.vpp(p.pp)
 
 
 def resolve(spec: Spec) -> Plan:
@@ -159,7 +172,7 @@ def resolve(spec: Spec) -> Plan:
     default_stage = framework_of(spec.framework).default_zero_stage  # None: no ZeRO stages
     plan = Plan(
         spec=spec, gpu=gpu, world_size=world, tp=p.tp, pp=p.pp, cp=p.cp, ep=p.ep, etp=etp,
-        vpp=p.vpp, dp=dp, expert_dp=world // (etp * p.ep * p.pp),
+        vpp=_layout_vpp(p) or p.vpp, dp=dp, expert_dp=world // (etp * p.ep * p.pp),
         micro_batch_size=solved.micro_batch_size,
         gradient_accumulation_steps=solved.gradient_accumulation_steps,
         global_batch_size=solved.global_batch_size, tokens_per_step=tokens,

@@ -40,7 +40,10 @@ def megatron_values(plan) -> dict[str, Any]:
         "moe_top_k": m.moe_top_k if experts else None,
         "tp": plan.tp, "pp": plan.pp, "cp": plan.cp, "ep": plan.ep if experts else None,
         "etp": plan.etp if experts else None, "first_stage_layers": p.first_stage_layers,
-        "last_stage_layers": p.last_stage_layers, "vpp": plan.vpp if plan.vpp > 1 else None,
+        "last_stage_layers": p.last_stage_layers,
+        # a pipeline layout says the virtual stages itself (Megatron refuses both)
+        "vpp": plan.vpp if plan.vpp > 1 and p.pipeline_layout is None else None,
+        "pipeline_layout": p.pipeline_layout,
         "pipeline_split_embedding": p.account_for_embedding_in_pipeline_split,
         "pipeline_split_loss": p.account_for_loss_in_pipeline_split,
         "optimizer_states": None if t.optimizer_states == "fp32" else t.optimizer_states,

@@ -97,6 +97,7 @@ CODES: dict[str, str] = {
     "GL232": "megatron",
     "GL233": "megatron",
     "GL234": "megatron",
+    "GL235": "megatron",
     # generator/rules/reading.py
     "GL900": "reading",
     "GL901": "reading",

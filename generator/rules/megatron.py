@@ -9,6 +9,7 @@ from generator.frameworks import framework_of
 from generator.rules.flags import fork_flags, script_dialect
 from generator.rules.registry import Uncertain, rule
 from generator.rules.suggest import divisors, nearest, or_list
+from generator.spec.pipeline_layout import LayoutError, PipelineLayout
 
 
 @rule("GL008", "heads-not-compatible-with-tp",
@@ -35,7 +36,8 @@ def heads_tp(num_attention_heads: int, tp: int, num_query_groups: int | None = N
 def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None,
               first_stage_layers: int | None = None, last_stage_layers: int | None = None,
               pipeline_split_embedding: bool = False, pipeline_split_loss: bool = False,
-              megatron_flags: dict | None = None, megatron_dialect: str | None = None) -> str | None:
+              megatron_flags: dict | None = None, megatron_dialect: str | None = None,
+              pipeline_layout: str | None = None) -> str | None:
     """Megatron-LM: ``Number of layers should be divisible by the pipeline-model-parallel size``
     (megatron-core ≤ 0.9 silently dropped the remainder), and with interleaving ``number of
     layers per pipeline stage must be divisible number of layers per virtual pipeline stage``.
@@ -44,6 +46,7 @@ def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None,
     With ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``
     the embedding and the loss count as one layer each: num_layers + 1 (+ 1) must divide (and
     they exclude first/last stage counts: Megatron raises ValueError).
+    A pipeline layout (--pipeline-model-parallel-layout) places the layers itself (GL235).
     Megatron-DeepSpeed's pipeline engine balances layers itself, so this is megatron-lm only. A
     fork may split the layers its own way (``--pipeline-model-parallel-method block`` with a
     list of stage sizes): a script passing pipeline flags its dialect does not define gets a
@@ -52,8 +55,9 @@ def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None,
     embedding and loss in the split.
 
     Example: --num-layers 95 with --pipeline-model-parallel-size 16."""
-    if not framework_of(framework).megatron_core:
-        return None
+    if not framework_of(framework).megatron_core or pipeline_layout is not None \
+            or "--pipeline-model-parallel-layout" in (megatron_flags or {}):
+        return None  # a pipeline layout places the layers itself (GL235)
     message = _even_layers(num_layers, pp, vpp or 1, first_stage_layers, last_stage_layers,
                            int(bool(pipeline_split_embedding)) + int(bool(pipeline_split_loss)))
     if message is None:
@@ -555,3 +559,53 @@ def top1_pre_softmax(moe_top_k: int, framework: str, moe_router_pre_softmax: boo
         return None
     return ("top-1 softmax routing needs the softmax before the top-k (moe_router_pre_softmax: true, "
             "--moe-router-pre-softmax)", ("moe_top_k", "moe_router_pre_softmax"))
+
+
+@rule("GL235", "pipeline-layout",
+      "A pipeline layout must place every layer once over pp × vpp stages, alone.")
+def pipeline_layout_fits(pp: int, num_layers: int, pipeline_layout: str | None = None,
+                         mtp_num_layers: int | None = None, vpp_given: int | None = None,
+                         vpp: int | None = None, first_stage_layers: int | None = None,
+                         last_stage_layers: int | None = None, pipeline_split_embedding: bool | None = None,
+                         pipeline_split_loss: bool | None = None, megatron_flag_values: dict | None = None,
+                         megatron_flags: dict | None = None) -> str | None:
+    """Megatron-LM (core_v0.14 and later) takes --pipeline-model-parallel-layout for layer counts
+    no pp × vpp divides, and refuses it at start-up unless its stages are a multiple of pp
+    (validate_args), it starts with the embedding and ends with the loss, places the model's
+    transformer layers and MTP layers exactly, the MTP layers after the transformer layers and
+    in the last virtual stage of their rank (PipelineParallelLayerLayout), and no other way of
+    splitting is given: first/last stage layers, counting the embedding or loss in the split
+    (TransformerConfig: ValueError), a virtual pipeline size it does not give (validate_args: no
+    more than one of the virtual stage arguments). Fix: the layout's stages (DeepSeek-V3 on pp 8
+    × vpp 4: ``Et*3|(tt|)*29,m|L``), or one way of splitting.
+
+    Example: --pipeline-model-parallel-layout "Et*3|(tt|)*29,m|L" with --num-layers 60."""
+    text, place = pipeline_layout, ()
+    if text is None:  # a script's: as its --pipeline-model-parallel-layout gives it (and there)
+        flag = "--pipeline-model-parallel-layout"
+        text = ((megatron_flag_values or {}).get(flag) or (None,))[0]
+        place = ((flag, (megatron_flags or {})[flag]),) if flag in (megatron_flags or {}) else ()
+    if text is None:
+        return None
+    try:
+        layout = PipelineLayout.parse(text)
+    except LayoutError as exc:
+        return f"pipeline layout {text!r}: {exc}", ("pipeline_layout", "megatron_flag_values", "pp"), \
+            *place
+    others = [name for name, given in (("first_stage_layers", first_stage_layers),
+                                       ("last_stage_layers", last_stage_layers),
+                                       ("account_for_embedding_in_pipeline_split", pipeline_split_embedding),
+                                       ("account_for_loss_in_pipeline_split", pipeline_split_loss)) if given]
+    if others:
+        return (f"a pipeline layout excludes {' and '.join(others)} (Megatron raises ValueError); keep one "
+                "way of splitting", ("pipeline_layout", "first_stage_layers", "last_stage_layers"))
+    problem = layout.problem(pp, num_layers, mtp_num_layers or 0)
+    if problem is not None:
+        return (f"pipeline layout {text!r} on pp {pp}: {problem}", ("pipeline_layout", "pp", "num_layers"),
+                *place)
+    given = vpp_given if vpp_given is not None else (vpp if pipeline_layout is None else None)
+    if given not in (None, 1) and given != layout.vpp(pp):
+        return (f"vpp {given} beside a pipeline layout of {len(layout.stages)} stages on pp {pp} (vpp "
+                f"{layout.vpp(pp)}): the layout gives the virtual stages; leave vpp out",
+                ("pipeline_layout", "vpp_given", "vpp"))
+    return None

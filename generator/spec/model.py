@@ -25,6 +25,7 @@ from generator.shell import ShellRef
 from generator.spec.fields import MISSING, At, as_schema_says, converted, fields_of, section
 from generator.spec.load import Document
 from generator.spec.overlay import load_layers
+from generator.spec.pipeline_layout import LayoutError, PipelineLayout
 from generator.spec.schema import spec_schema, validate
 from generator.units import parse_fraction
 from generator.values import value
@@ -208,6 +209,16 @@ ARCHITECTURE = tuple(f.name for f in dataclasses.fields(Model)
                      if f.metadata.get("group") in ("architecture", "moe") and "derive" not in f.metadata)
 
 
+def _pipeline_layout(given: str, at: At) -> str:
+    """A layout in Megatron's notation, its syntax checked where it is written (how it fits the
+    model and pp is GL235's)."""
+    try:
+        PipelineLayout.parse(given)
+    except LayoutError as exc:
+        raise UserError(f"{at.where()} {given!r}: {exc}", at.locate()) from None
+    return given
+
+
 @value
 class Parallelism:
     """The spec's parallelism section: the parallel sizes and how state is sharded."""
@@ -225,15 +236,24 @@ class Parallelism:
     zero_offload: str
     first_stage_layers: int | None  # uneven pipelines (megatron-lm)
     last_stage_layers: int | None
+    pipeline_layout: str | None = converted(_pipeline_layout)  # the layers of each stage (megatron-lm)
     hybrid_shard: bool  # fsdp: shard within a node, replicate across nodes
     # Megatron-LM: the embedding / the loss counted as a layer of the pipeline split
     account_for_embedding_in_pipeline_split: bool
     account_for_loss_in_pipeline_split: bool
     tp_comm_overlap: bool  # Megatron-LM: TP collectives pipelined with the GEMMs (TE)
 
+    def layout(self) -> PipelineLayout | None:
+        return None if self.pipeline_layout is None else PipelineLayout.parse(self.pipeline_layout)
+
     def split_layers(self, num_layers: int) -> tuple[int | None, int | None]:
-        """(first, last) stage transformer layers: the given ones, or with the embedding / loss
-        counted in the split, a stage's share of num_layers + 1 (+ 1) less the one it holds."""
+        """(first, last) stage transformer layers: the given ones, the first and last rank's of
+        a pipeline layout, or with the embedding / loss counted in the split, a stage's share of
+        num_layers + 1 (+ 1) less the one it holds."""
+        layout = self.layout()
+        if layout is not None and self.pp > 1 and len(layout.stages) % self.pp == 0:
+            ranks = layout.rank_layers(self.pp)
+            return ranks[0], ranks[-1]
         embedding = self.account_for_embedding_in_pipeline_split
         loss = self.account_for_loss_in_pipeline_split
         if not (embedding or loss) or self.pp < 2 or (num_layers + embedding + loss) % self.pp:

@@ -52,6 +52,7 @@ ARGS = ("position_embedding_type", "rotary_base", "rotary_percent", "use_rope_sc
 WHOLE = {"tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1, "context_parallel_size": 1,
          "expert_model_parallel_size": 1, "expert_tensor_parallel_size": 1, "sequence_parallel": False,
          "virtual_pipeline_model_parallel_size": None, "decoder_first_pipeline_num_layers": None,
+         "pipeline_model_parallel_layout": None,
          "decoder_last_pipeline_num_layers": None, "apply_rope_fusion": False, "bias_gelu_fusion": False,
          "bias_swiglu_fusion": False, "masked_softmax_fusion": False, "bias_dropout_fusion": False,
          "gradient_accumulation_fusion": False, "no_persist_layer_norm": True, "use_cpu_initialization": True,
@@ -125,6 +126,23 @@ def _local_fused_norm_linear() -> None:
         backends.LocalSpecProvider.column_parallel_layer_norm_linear = lambda self: LocalNormColumnParallelLinear
 
 
+def _layout(args) -> dict:
+    """A --pipeline-model-parallel-layout as megatron-core reads and validates it (the check
+    TransformerConfig makes at start-up): the transformer and MTP layers of each pipeline rank,
+    and the virtual stages."""
+    if getattr(args, "pipeline_model_parallel_layout", None) is None:
+        return {}
+    from megatron.core.transformer.enums import LayerType
+    from megatron.core.transformer.pipeline_parallel_layer_layout import PipelineParallelLayerLayout
+
+    layout = PipelineParallelLayerLayout(args.pipeline_model_parallel_layout, args.pipeline_model_parallel_size)
+    layout.validate_layer_layout(num_layers=args.num_layers, mtp_num_layers=args.mtp_num_layers)
+    ranks = layout.layout  # [pp rank][virtual stage] -> layer types
+    return {"layout_vpp": layout.virtual_pipeline_model_parallel_size,
+            "layout_layers": [sum(stage.count(LayerType.decoder) for stage in rank) for rank in ranks],
+            "layout_mtp": [sum(stage.count(LayerType.mtp) for stage in rank) for rank in ranks]}
+
+
 def megatron_lm(cases: list[dict]) -> list[dict]:
     """Megatron-LM (megatron.training): its GPTModel built as pretrain_gpt.py builds it."""
     with contextlib.redirect_stdout(io.StringIO()):
@@ -168,6 +186,7 @@ def megatron_lm(cases: list[dict]) -> list[dict]:
                 padded = _vocab_size_with_padding(case["vocab_size"], args, logging_enabled=False)
                 seen = {name: _plain(getattr(args, name, None)) for name in ARGS}
                 asked = {name: getattr(args, name) for name in ASKED}
+                layout = _layout(args)
                 for name, value in WHOLE.items():
                     setattr(args, name, value)
                 config = arguments.core_transformer_config_from_args(args)
@@ -194,7 +213,7 @@ def megatron_lm(cases: list[dict]) -> list[dict]:
                                      rope_scaling_factor=args.rope_scaling_factor)
                 moe_layers = sum(1 for layer in model.decoder.layers if type(layer.mlp).__name__ == "MoELayer")
                 mtp_block = getattr(model, "mtp", None)
-            results.append({"ok": True, "params": sum(p.numel() for p in model.parameters()),
+            results.append({"ok": True, "params": sum(p.numel() for p in model.parameters()), **layout,
                             "mtp_params": sum(p.numel() for p in mtp_block.parameters()) if mtp_block else 0,
                             "padded_vocab_size": padded, "config": switches, "args": seen,
                             "moe_layers": moe_layers})

@@ -4,7 +4,7 @@
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 
 GPUS_PER_NODE=8
-NNODES=${SLURM_NNODES:-2}
+NNODES=2
 CHECKPOINT_PATH=/lustre/ckpt/dsv3-proxy
 DATA_PATH=/lustre/data/fineweb_edu_text_document
 TOKENIZER=/models/DeepSeek-V3
