@@ -405,3 +405,58 @@ def test_a_layout_megatron_refuses_is_refused_by_name(layout: str, why: str, tmp
     with pytest.raises(PlanError) as err:
         resolve(load_spec(path))
     assert "GL235" in str(err.value) and why in str(err.value), str(err.value)
+
+
+def _deepseek_v3_recipe(**changes) -> dict:
+    """DeepSeek-V3 as its published Megatron recipes train it, on 128 nodes: tp 2, pp 8 × vpp 4
+    through a layout, ep 64, the flex dispatcher over DeepEP with the experts' all-to-all
+    overlapped, module-level recompute of the expert activation, the norms and MLA's up
+    projections, grouped GEMM."""
+    data = preset_spec("deepseek-v3")
+    data["cluster"]["nodes"] = 128
+    data["model"].update(moe_grouped_gemm=True, moe_token_dispatcher="flex", moe_flex_dispatcher_backend="deepep",
+                         moe_router_dtype="fp32")
+    data["parallelism"] = {"tp": 2, "pp": 8, "ep": 64, "etp": 1, "sequence_parallel": True,
+                           "distributed_optimizer": True, "pipeline_layout": "Et*3|(tt|)*29,m|L",
+                           "ep_comm_overlap": True}
+    data["batch"] = {"micro_batch_size": 1, "global_batch_size": 8192}
+    data["training"].update(recompute="selective", recompute_modules=["moe_act", "layernorm", "mla_up_proj"])
+    for section, values in changes.items():
+        data[section].update(values)
+    return data
+
+
+def test_the_deepseek_v3_recipe_starts_in_megatron_main(trees, tmp_path: Path) -> None:
+    """Megatron-LM main's parser, validate_args and TransformerConfig (with the run's own parallel
+    sizes: the layout, EP overlap, dispatcher and recompute checks) take the arguments
+    gen-launch writes for the full recipe, and the model built is the preset's; hand-edited
+    into what GL236 and GL237 refuse, the same TransformerConfig refuses it too."""
+    path = tmp_path / "dsv3.yaml"
+    path.write_text(yaml.safe_dump(_deepseek_v3_recipe()))
+    (case,) = build_cases(load_spec(path), "deepseek-v3 recipe", BUILD_TREES[1])
+    for flag in ("--overlap-moe-expert-parallel-comm", "--moe-flex-dispatcher-backend", "--recompute-modules",
+                 "--pipeline-model-parallel-layout", "--moe-router-dtype"):
+        assert flag in case["argv"], flag
+    broken = [dict(case, argv=[w for w in case["argv"] if w != "--moe-grouped-gemm"]),  # GL236's
+              dict(case, argv=[w for w in case["argv"] if w != "--pipeline-model-parallel-layout"
+                               and w != "Et*3|(tt|)*29,m|L"])]  # GL237's: pp 8 without virtual stages
+    whole, no_gemm, no_layout = run_builds(trees, [case, *broken])
+    assert whole["ok"] and whole["config_error"] is None, whole
+    assert not mismatches(case, whole)
+    assert "moe_act in recompute_modules is only supported with moe_grouped_gemm" in no_gemm["config_error"]
+    assert not no_layout["ok"] or no_layout["config_error"], no_layout  # 61 layers on pp 8, no vpp
+
+
+@pytest.mark.parametrize(("changes", "code", "why"), [
+    ({"model": {"moe_grouped_gemm": False}}, "GL236", "moe_act needs the grouped GEMM"),
+    ({"training": {"recompute": "full"}}, "GL236", "take effect with selective recompute"),
+    ({"model": {"moe_token_dispatcher": "allgather"}}, "GL237", "the allgather dispatcher"),
+    ({"model": {"mtp_num_layers": 2}, "parallelism": {"pipeline_layout": "Et*3|(tt|)*29,mm|L"}},
+     "GL237", "2 MTP layers"),
+])
+def test_what_megatron_refuses_of_the_recipe_is_refused_by_name(changes, code, why, tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(_deepseek_v3_recipe(**changes)))
+    with pytest.raises(PlanError) as err:
+        resolve(load_spec(path))
+    assert code in str(err.value) and why in str(err.value), str(err.value)

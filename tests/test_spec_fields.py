@@ -148,7 +148,7 @@ def test_the_model_lists_are_the_metadata() -> None:
                                "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size", "moe_z_loss_coeff",
                                "moe_router_pre_softmax", "moe_router_num_groups", "moe_router_group_topk",
                                "moe_router_topk_scaling_factor", "moe_router_dtype", "moe_capacity_factor",
-                               "moe_token_dispatcher")
+                               "moe_token_dispatcher", "moe_flex_dispatcher_backend")
     derived = {"qkv_bias", "kv_channels", "moe_router_pre_softmax"}
     assert not derived & set(ARCHITECTURE)
     assert set(fields_of(Model, group=("architecture", "moe"))) == {*ARCHITECTURE, *derived}

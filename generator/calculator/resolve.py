@@ -54,6 +54,7 @@ def _dialect_name(spec: Spec) -> str | None:
 # one's field comes from the tables (dialects.value_fields), not written here again
 TABLE_FACTS = ("tp", "pp", "cp", "ep", "vpp", "first_stage_layers", "last_stage_layers",
                "pipeline_split_embedding", "pipeline_split_loss", "sequence_parallel", "tp_comm_overlap",
+               "ep_comm_overlap", "recompute", "recompute_modules",
                "zero_stage", "distributed_optimizer", "optimizer_states", "main_grads", "micro_batch_size",
                "gradient_accumulation_steps", "global_batch_size", "precision", "fp8_recipe", "decay",
                "packing", "lr", "min_lr")

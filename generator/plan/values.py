@@ -50,6 +50,8 @@ def megatron_values(plan) -> dict[str, Any]:
         "main_grads": None if t.main_grads == "fp32" else t.main_grads,
         "precision_aware_optimizer": "bf16" in (t.optimizer_states, t.main_grads),
         "sequence_parallel": p.sequence_parallel, "tp_comm_overlap": p.tp_comm_overlap,
+        "ep_comm_overlap": p.ep_comm_overlap,
+        "recompute_modules": t.recompute_modules if t.recompute == "selective" else None,
         "distributed_optimizer": p.distributed_optimizer, "micro_batch_size": plan.micro_batch_size,
         "batch_schedule": plan.step_schedule,
         "rampup": plan.rampup_flag if plan.step_schedule is None else None,
@@ -260,6 +262,8 @@ def architecture_values(m, ep: int) -> dict[str, Any]:
         "moe_token_dispatcher": None if m.moe_token_dispatcher is None
         and m.token_dispatcher(ep) == "allgather" else m.token_dispatcher(ep),
         "moe_grouped_gemm": m.moe_grouped_gemm,
+        "moe_flex_dispatcher_backend": m.moe_flex_dispatcher_backend
+        if m.token_dispatcher(ep) == "flex" else None,
         "moe_router_pre_softmax": m.moe_router_pre_softmax,
         "moe_router_score_function": None if m.moe_router_score_function == "softmax"
         else m.moe_router_score_function,

@@ -21,8 +21,10 @@ from generator.values import record
 
 _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
 # the Megatron choices the rules read whether a flag gives them or the parser's default does
-# (GL229, GL233, GL234): absent, the detected dialect's default is what the run gets
-_CHOICES = {"moe_router_score_function", "moe_router_pre_softmax", "moe_load_balancing", "linear_bias"}
+# (GL229, GL233, GL234, GL236, GL237): absent, the detected dialect's default is what the run gets
+_CHOICES = {"moe_router_score_function", "moe_router_pre_softmax", "moe_load_balancing", "linear_bias",
+            "moe_token_dispatcher", "ep_comm_overlap", "moe_grouped_gemm", "multi_latent_attention",
+            "recompute", "recompute_modules"}
 # launchers of training jobs that lint does not read (their own CLIs and config formats): a
 # script that starts one is counted as skipped, with its name, never as checked and clean
 UNREAD_LAUNCHERS = {"colossalai", "mpirun", "mpiexec", "composer", "tune", "swift", "xtuner", "torchx",
@@ -172,8 +174,8 @@ class _Reader:
             if e.value not in _CHOICES or e.implied or not e.write and e.flag not in values:
                 continue
             if e.flag in values:
-                self.fact(e.value, e.when if e.switch else e.meaning([values[e.flag].text or ""]),
-                          values[e.flag])
+                words = (values[e.flag].text or "").split() if e.nargs != 1 else [values[e.flag].text or ""]
+                self.fact(e.value, e.when if e.switch else e.meaning(words), values[e.flag])
         for e in found.entries:
             if e.value not in _CHOICES or e.value in self.out.facts or e.implied:
                 continue

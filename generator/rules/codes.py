@@ -98,6 +98,8 @@ CODES: dict[str, str] = {
     "GL233": "megatron",
     "GL234": "megatron",
     "GL235": "megatron",
+    "GL236": "megatron",
+    "GL237": "megatron",
     # generator/rules/reading.py
     "GL900": "reading",
     "GL901": "reading",

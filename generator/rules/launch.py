@@ -267,14 +267,17 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
                      nvidia_cc: float | None = None, megatron_dialect: str | None = None,
                      sequence_parallel: bool | None = None,
                      deepspeed_flag: bool | None = None, megatron_flags: dict | None = None,
-                     megatron_parser: ScriptParser | None = None) -> str | None:
+                     megatron_parser: ScriptParser | None = None,
+                     ep_comm_overlap: bool | None = None) -> str | None:
     """Megatron-LM asserts ``Using tensor model parallelism or context parallelism require setting
     the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`` with tp > 1 or cp > 1 on GPUs
     below compute capability 10. microsoft/Megatron-DeepSpeed raises only with
     --sequence-parallel, or without --deepspeed (its async tensor-parallel all-reduce is then
     on, unless --no-async-tensor-model-parallel-allreduce turns it off; --sequence-parallel is
-    itself turned off at tp 1), on any CUDA GPU; BigScience's fork never checks it. A warning
-    here: the GPU is often not known from a script. Fix: export it.
+    itself turned off at tp 1), on any CUDA GPU; BigScience's fork never checks it. With the
+    experts' all-to-all overlap (--overlap-moe-expert-parallel-comm) or FSDP Megatron-LM only
+    warns (they want more connections). A warning here: the GPU is often not known from a
+    script. Fix: export it.
 
     Example: --tensor-model-parallel-size 2 on H100 without export
     CUDA_DEVICE_MAX_CONNECTIONS=1."""
@@ -302,10 +305,14 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
         return None
     if nvidia_cc and nvidia_cc >= 10:
         return None
+    if ep_comm_overlap or _fsdp_flags & set(megatron_flags or {}):
+        return None  # it only warns then: the overlap and FSDP want more connections (validate_args)
     return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; export CUDA_DEVICE_MAX_CONNECTIONS=1 (tp {tp})",
             _CONNECTIONS)
 
 
+# with these, megatron-core (core_v0.14 and later) warns instead of asserting one connection
+_fsdp_flags = {"--use-megatron-fsdp", "--use-torch-fsdp2"}
 _CONNECTIONS = ("tp", "framework", "cp", "cuda_device_max_connections", "gpu_vendor", "nvidia_cc",
                 "megatron_dialect", "sequence_parallel", "deepspeed_flag")  # GL203's, its flags aside
 

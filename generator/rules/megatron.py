@@ -4,6 +4,8 @@ of the linter's contract, and GL2xx."""
 
 from __future__ import annotations
 
+import contextlib
+
 from generator.dialects import capable, dialect, title_of
 from generator.frameworks import framework_of
 from generator.rules.flags import fork_flags, script_dialect
@@ -609,3 +611,65 @@ def pipeline_layout_fits(pp: int, num_layers: int, pipeline_layout: str | None =
                 f"{layout.vpp(pp)}): the layout gives the virtual stages; leave vpp out",
                 ("pipeline_layout", "vpp_given", "vpp"))
     return None
+
+
+@rule("GL236", "recompute-modules",
+      "Module-level recompute needs selective recompute and the modules it names.")
+def recompute_modules(recompute_modules: tuple, recompute: str | None = None,
+                      moe_grouped_gemm: bool | None = None,
+                      multi_latent_attention: bool | None = None) -> str | None:
+    """megatron-core recomputes the modules of --recompute-modules with selective granularity
+    only, and refuses at start-up ``moe_act in recompute_modules is only supported with
+    moe_grouped_gemm`` and ``mla_up_proj in recompute_modules is only supported with
+    multi_latent_attention`` (ValueError). Fix: recompute: selective with modules the model has
+    (DeepSeek-V3: moe_act, layernorm, mla_up_proj with grouped GEMM).
+
+    Example: --recompute-modules moe_act without --moe-grouped-gemm."""
+    modules = set(recompute_modules)
+    if recompute in ("none", "full"):  # (auto-plan's choice is made before the rules see it)
+        return (f"recompute_modules {', '.join(recompute_modules)} take effect with selective recompute, not "
+                f"{recompute}; set training.recompute: selective", ("recompute_modules", "recompute"))
+    if "moe_act" in modules and moe_grouped_gemm is False:
+        return ("recompute_modules moe_act needs the grouped GEMM (model.moe_grouped_gemm: true, "
+                "--moe-grouped-gemm)", ("recompute_modules", "moe_grouped_gemm"))
+    if "mla_up_proj" in modules and multi_latent_attention is False:
+        return ("recompute_modules mla_up_proj needs multi-latent attention (--multi-latent-attention)",
+                ("recompute_modules", "multi_latent_attention"))
+    return None
+
+
+@rule("GL237", "ep-comm-overlap-requirements",
+      "Expert-parallel all-to-all overlap needs ep > 1, alltoall or flex, bf16, no full recompute.")
+def ep_overlap(ep_comm_overlap: bool, ep: int | None = None, moe_token_dispatcher: str | None = None,
+               recompute: str | None = None, recompute_modules: tuple | None = None,
+               precision: str | None = None, mtp_num_layers: int | None = None, pp: int | None = None,
+               vpp: int | None = None, megatron_flag_values: dict | None = None) -> str | None:
+    """megatron-core's TransformerConfig asserts for --overlap-moe-expert-parallel-comm: expert
+    model parallelism (ep > 1), the alltoall or flex dispatcher, no full recompute and no moe in
+    the recompute modules, a bf16 or fp16 model, at most one MTP layer, and with pp > 1 a virtual
+    pipeline (the overlap splits 1F1B's micro-batches). Fix: the setting named, or no overlap.
+
+    Example: --overlap-moe-expert-parallel-comm with --expert-model-parallel-size 1."""
+    if not ep_comm_overlap:
+        return None
+    dispatcher = moe_token_dispatcher or ("alltoall" if (ep or 1) > 1 else "allgather")
+    layout = ((megatron_flag_values or {}).get("--pipeline-model-parallel-layout") or (None,))[0]
+    if layout is not None and pp:  # a script's layout gives its virtual stages
+        with contextlib.suppress(LayoutError):
+            vpp = PipelineLayout.parse(layout).vpp(pp)
+    problems = [
+        ("ep", ep is not None and ep <= 1, f"ep {ep}: there is no expert-parallel all-to-all to hide"),
+        ("moe_token_dispatcher", dispatcher not in ("alltoall", "flex"),
+         f"the {dispatcher} dispatcher (alltoall or flex only)"),
+        ("recompute", recompute == "full", "full recompute"),
+        ("recompute_modules", "moe" in (recompute_modules or ()), "moe in recompute_modules"),
+        ("precision", precision is not None and precision not in ("bf16", "fp16", "fp8"),
+         f"precision {precision} (a bf16 or fp16 model only)"),
+        ("mtp_num_layers", (mtp_num_layers or 0) > 1, f"{mtp_num_layers} MTP layers (at most one)"),
+        ("vpp", (pp or 1) > 1 and (vpp or 1) == 1, f"pp {pp} without virtual stages (set vpp)"),
+    ]
+    found = [(name, why) for name, bad, why in problems if bad]
+    if not found:
+        return None
+    return (f"ep_comm_overlap (--overlap-moe-expert-parallel-comm) does not run with "
+            f"{'; '.join(why for _, why in found)}", ("ep_comm_overlap", *(name for name, _ in found)))

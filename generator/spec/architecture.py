@@ -106,4 +106,7 @@ def _routing(m, ep: int) -> str:
         text += f", z-loss {m.moe_z_loss_coeff:g}"
     text += ", dropless" if m.moe_capacity_factor is None else \
         f", capacity {m.moe_capacity_factor:g} (drops by {m.moe_token_drop_policy})"
-    return text + f", {m.token_dispatcher(ep)} dispatcher" + (", grouped GEMM" if m.moe_grouped_gemm else "")
+    dispatcher = m.token_dispatcher(ep)
+    if dispatcher == "flex":
+        dispatcher += f" ({m.moe_flex_dispatcher_backend or 'deepep'})"
+    return text + f", {dispatcher} dispatcher" + (", grouped GEMM" if m.moe_grouped_gemm else "")

@@ -186,8 +186,10 @@ class Model:
     moe_token_drop_policy: str = _moe("probs", resume="behaviour")
     moe_pad_to_capacity: bool = _moe(False, resume="behaviour")
     # None: alltoall with ep > 1, else allgather
-    moe_token_dispatcher: str | None = _moe(None, null_is_a_value=True, resume="behaviour")
-    moe_grouped_gemm: bool = _moe(False, resume=None)  # how the experts run, not what they hold
+    moe_token_dispatcher: str | None = _moe(None, null_is_a_value=True, resume="behaviour", fact=True)
+    # the flex dispatcher's library: deepep | hybridep
+    moe_flex_dispatcher_backend: str | None = _moe(None, null_is_a_value=True, resume=None)
+    moe_grouped_gemm: bool = _moe(False, resume=None, fact=True)  # how they run, not what they hold
 
     def token_dispatcher(self, ep: int) -> str:
         """The MoE token dispatcher: the one given, else alltoall with ep > 1, else allgather
@@ -242,6 +244,7 @@ class Parallelism:
     account_for_embedding_in_pipeline_split: bool
     account_for_loss_in_pipeline_split: bool
     tp_comm_overlap: bool  # Megatron-LM: TP collectives pipelined with the GEMMs (TE)
+    ep_comm_overlap: bool  # Megatron-LM: the experts' all-to-all under another micro-batch's compute
 
     def layout(self) -> PipelineLayout | None:
         return None if self.pipeline_layout is None else PipelineLayout.parse(self.pipeline_layout)
@@ -334,6 +337,7 @@ class Training:
     adam_eps: float
     gradient_clipping: float
     recompute: str
+    recompute_modules: tuple[str, ...] | None  # module-level selective recompute (megatron-lm)
     seed: int
     log_interval: int
     flash_attention: bool

@@ -52,7 +52,9 @@ ARGS = ("position_embedding_type", "rotary_base", "rotary_percent", "use_rope_sc
 WHOLE = {"tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1, "context_parallel_size": 1,
          "expert_model_parallel_size": 1, "expert_tensor_parallel_size": 1, "sequence_parallel": False,
          "virtual_pipeline_model_parallel_size": None, "decoder_first_pipeline_num_layers": None,
-         "pipeline_model_parallel_layout": None,
+         "pipeline_model_parallel_layout": None, "overlap_moe_expert_parallel_comm": False,
+         "recompute_granularity": None, "recompute_modules": None, "recompute_method": None,
+         "recompute_num_layers": None,
          "decoder_last_pipeline_num_layers": None, "apply_rope_fusion": False, "bias_gelu_fusion": False,
          "bias_swiglu_fusion": False, "masked_softmax_fusion": False, "bias_dropout_fusion": False,
          "gradient_accumulation_fusion": False, "no_persist_layer_norm": True, "use_cpu_initialization": True,
@@ -126,6 +128,18 @@ def _local_fused_norm_linear() -> None:
         backends.LocalSpecProvider.column_parallel_layer_norm_linear = lambda self: LocalNormColumnParallelLinear
 
 
+def _config_error(arguments, args) -> str | None:
+    """What megatron-core's TransformerConfig says of the run's own arguments (its parallel
+    sizes, dispatcher, recompute modules, layout), before they are made whole for the count:
+    None where it takes them. (Checks that need Transformer Engine fail here without it.)"""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            arguments.core_transformer_config_from_args(args)
+    except REFUSALS as exc:
+        return f"{type(exc).__name__}: {exc}"[:600]
+    return None
+
+
 def _layout(args) -> dict:
     """A --pipeline-model-parallel-layout as megatron-core reads and validates it (the check
     TransformerConfig makes at start-up): the transformer and MTP layers of each pipeline rank,
@@ -187,6 +201,7 @@ def megatron_lm(cases: list[dict]) -> list[dict]:
                 seen = {name: _plain(getattr(args, name, None)) for name in ARGS}
                 asked = {name: getattr(args, name) for name in ASKED}
                 layout = _layout(args)
+                config_error = _config_error(arguments, args)
                 for name, value in WHOLE.items():
                     setattr(args, name, value)
                 config = arguments.core_transformer_config_from_args(args)
@@ -214,6 +229,7 @@ def megatron_lm(cases: list[dict]) -> list[dict]:
                 moe_layers = sum(1 for layer in model.decoder.layers if type(layer.mlp).__name__ == "MoELayer")
                 mtp_block = getattr(model, "mtp", None)
             results.append({"ok": True, "params": sum(p.numel() for p in model.parameters()), **layout,
+                            "config_error": config_error,
                             "mtp_params": sum(p.numel() for p in mtp_block.parameters()) if mtp_block else 0,
                             "padded_vocab_size": padded, "config": switches, "args": seen,
                             "moe_layers": moe_layers})
