@@ -170,7 +170,7 @@ def uncounted_flops_per_token(shape: Shape, top_k: int | None = None) -> float:
     in every layer (MTP layers too). The time counts them (gemm_flops_per_token, and the hardware
     FLOPs); the model FLOPs, and so MFU, do not."""
     if not shape.quick_geglu:
-        return 0.0
+        return 0  # (an integer: the FLOPs of other models stay integers)
     return 2 * shape.hidden_size * ffn_widths(shape, top_k)
 
 
