@@ -1165,3 +1165,87 @@ def test_gb200_tensor_parallel_groups_across_trays_stay_on_nvlink(tmp_path: Path
                                        plan.global_batch_size)
     assert across_trays.tp_comm_s == pytest.approx(as_one_node.tp_comm_s)
     assert across_trays.tp_comm_s < as_nodes.tp_comm_s / 10
+
+
+def _deepseek_v3(**changes) -> Shape:
+    return replace(Shape.of(model_from({"preset": "deepseek-v3"})), **changes)
+
+
+def test_the_last_stage_holds_the_mtp_layer_and_the_embedding_it_reads() -> None:
+    """megatron-core builds the MTP block on the last pipeline stage, with the embedding its
+    shifted tokens go through: DeepSeek-V3 at pp 8, tp 2, ep 8 (etp 1), the last stage holds, beyond
+    a middle stage's layers, the output layer and final norm (926,679,040 + 7,168), the MTP
+    layer's 335,778,816 dense parameters and that embedding (926,679,040), all over tp, and its
+    256 routed experts' 11,274,289,152 over ep — 2,503,858,176 parameters, 2 bytes each in bf16;
+    and one micro-batch of the MTP layer's activations (its transformer layer and its 8·s·b·h of
+    norm and projection inputs) with a second set of fp32 logits."""
+    shape = _deepseek_v3()
+    layout = Layout(tp=2, pp=8, ep=8, etp=1, dp=8, num_microbatches=16, sharding="distributed_optimizer")
+    layers = 61 / 8
+    last = stage_memory(shape, layout, 141, layers, 1, first=False, last=True)
+    middle = stage_memory(shape, layout, 141, layers, 1, first=False, last=False)
+    assert last.weights - middle.weights == 2 * 2_503_858_176
+    plain = stage_memory(_deepseek_v3(mtp_layers=0), layout, 141, layers, 1, first=False, last=True)
+    assert last.weights - plain.weights == 2 * ((335_778_816 + 926_679_040) / 2 + 11_274_289_152 / 8)
+    s, h = 4096, 7168
+    per_layer = middle.activations / layers
+    assert last.activations - middle.activations == pytest.approx(per_layer + 8 * s * h)
+    assert last.logits == 2 * plain.logits == 2 * 4 * s * 129280 / 2
+
+
+def test_an_mla_layer_keeps_its_latents_and_its_wider_heads() -> None:
+    """DeepSeek-V3's MLA layer keeps, beyond Korthikanti's 8·s·b·h of Q, K, V and projection
+    input of width h, its up-projected heads (128 × (192 + 128) channels, 4 bytes a channel in
+    all: 22.86·s·b·h) and its two latents (1536 + 512 channels, norm and up projection inputs,
+    2 + 2 bytes: 1.14·s·b·h): 16·s·b·h more than an attention layer of its hidden size whose
+    heads are that wide; with tp 8 the heads split and the latents do not, 3·s·b·h more. Without
+    a query latent (DeepSeek-V2-Lite: 16 heads, kv latent 512, h 2048) 1 + 10 against 8: 3·s·b·h
+    more. Full recompute keeps the layer input alike."""
+    from generator.estimate.memory import activation_bytes_per_layer
+
+    mla = _deepseek_v3()
+    mha = replace(mla, mla=None)
+    s, h = 4096, 7168
+    for tp, more in ((1, 16), (8, 3)):
+        layout = Layout(tp=tp)
+        got = activation_bytes_per_layer(mla, layout) - activation_bytes_per_layer(mha, layout)
+        assert got == pytest.approx(more * s * h), tp
+    full = Layout(tp=8, recompute="full")
+    assert activation_bytes_per_layer(mla, full) == activation_bytes_per_layer(mha, full) == 2 * s * h
+    lite = Shape.of(model_from({"preset": "deepseek-v2-lite"}))
+    got = activation_bytes_per_layer(lite, Layout()) - activation_bytes_per_layer(replace(lite, mla=None), Layout())
+    assert got == pytest.approx(3 * 4096 * 2048)
+
+
+def test_mla_and_mtp_flops_are_counted_as_megatron_counts_them() -> None:
+    """DeepSeek-V3's forward FLOPs per token, written out (the oracle test holds them to
+    Megatron-LM's own count): an MLA layer's projections 2 × (1536 × (7168 + 128 × 192 + 1) +
+    512 × (7168 + 128 × 256 + 1) + 7168 × 64 + 128 × 128 × 7168) and core 2 × 4096 × 128 × 320;
+    the MTP layer adds such a layer, an MoE MLP (8 routed + 1 shared experts of 2048), its
+    projection and norms 2 × (3h + 2h²) and a second logits layer."""
+    from generator.estimate.performance import forward_flops_per_token
+
+    h, s, vocab = 7168, 4096, 129280
+    projections = 2 * (1536 * (h + 128 * 192 + 1) + 512 * (h + 128 * 256 + 1) + h * 64 + 128 * 128 * h)
+    core = 2 * s * 128 * 320
+    moe_mlp = 2 * 3 * h * 2048 * 9
+    dense_mlp = 2 * 3 * h * 18432
+    forward = 62 * (projections + core) + 59 * moe_mlp + 3 * dense_mlp + 2 * (3 * h + 2 * h * h) + 2 * 2 * vocab * h
+    assert forward_flops_per_token(_deepseek_v3(), 8) == (forward, 62 * core)
+
+
+def test_gpt_oss_flops_count_its_gated_mlp_as_megatron_does_and_the_time_runs_it_whole() -> None:
+    """Megatron-LM counts gpt-oss's gated quick-GELU as an ungated MLP (its count's ffn factor
+    follows --swiglu alone): the model FLOPs are those of the ungated model; the hardware FLOPs
+    add the gate projection the model runs, 2·h·f per token and layer for each of the top 4
+    experts, forward and backward."""
+    from generator.estimate.performance import forward_flops_per_token
+
+    shape = Shape.of(model_from({"preset": "gpt-oss-20b"}))
+    assert shape.gated and shape.quick_geglu
+    ungated = replace(shape, gated=False, quick_geglu=False)
+    assert forward_flops_per_token(shape, 4) == forward_flops_per_token(ungated, 4)
+    model, hardware = step_flops(shape, 8, "none", 4)
+    _, ungated_hardware = step_flops(ungated, 8, "none", 4)
+    assert model == ungated_hardware
+    assert hardware - model == 3 * 2 * 2880 * 2880 * 4 * 24 * 8 * 4096

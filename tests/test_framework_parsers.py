@@ -467,29 +467,60 @@ def test_the_flops_per_step_are_megatrons_count_of_the_model_built(trees, tmp_pa
     the attention core, which Megatron-LM halves for the causal mask and the model counts whole:
     a dense GQA model, an MoE model, and one with query heads × kv channels wider than the hidden
     size, routed experts narrower than the dense FFN, a shared expert and a dense first layer
-    (Qwen3- and DeepSeek-style) — where the model once counted the dense FFN for every expert."""
+    (Qwen3- and DeepSeek-style) — where the model once counted the dense FFN for every expert;
+    multi-latent attention with and without a query latent and a multi-token prediction layer
+    (DeepSeek-V3- and V2-Lite-like, and the deepseek-v3 preset), Qwen3-30B-A3B, and gpt-oss's
+    attention sinks, sliding windows and gated quick-GELU (main only: core_v0.16 has no YaRN
+    positions for it), where Megatron-LM counts full attention in the sliding layers and the
+    gated quick-GELU as an ungated MLP (the model's FLOPs follow it). Both releases count these
+    models alike (the same formula; main splits the core term out for packed sequences)."""
     import yaml
 
     from generator.estimate.params import Shape
     from generator.estimate.performance import forward_flops_per_token, step_flops
     from generator.run import resolve_run
 
+    small = {"preset": None, "num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16,
+             "vocab_size": 32000, "seq_length": 4096, "max_position_embeddings": 4096,
+             "normalization": "rmsnorm", "position_embedding": "rope", "tie_embeddings": False,
+             "linear_bias": False}
+    deepseek = {**small, "activation": "swiglu", "ffn_hidden_size": 2816, "multi_latent_attention": True,
+                "qk_layernorm": True, "kv_lora_rank": 256, "qk_head_dim": 64, "qk_pos_emb_head_dim": 32,
+                "v_head_dim": 64, "num_experts": 16, "moe_ffn_hidden_size": 384,
+                "moe_shared_expert_intermediate_size": 384}
     models = {"dense": {"preset": "llama3-8b", "seq_length": 4096},
               "moe": {"preset": "mixtral-8x7b", "seq_length": 4096},
               "wide-heads-narrow-experts": {
-                  "preset": None, "num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16,
-                  "num_query_groups": 4, "kv_channels": 128, "ffn_hidden_size": 3072, "vocab_size": 32000,
-                  "seq_length": 4096, "max_position_embeddings": 4096, "activation": "swiglu",
-                  "normalization": "rmsnorm", "position_embedding": "rope", "tie_embeddings": False,
-                  "linear_bias": False, "qk_layernorm": True, "num_experts": 16, "moe_top_k": 4,
+                  **small, "num_query_groups": 4, "kv_channels": 128, "ffn_hidden_size": 3072,
+                  "activation": "swiglu", "qk_layernorm": True, "num_experts": 16, "moe_top_k": 4,
                   "moe_ffn_hidden_size": 512, "moe_shared_expert_intermediate_size": 1024,
-                  "moe_dense_layers": 1}}
+                  "moe_dense_layers": 1},
+              "deepseek-v3-like": {
+                  **deepseek, "q_lora_rank": 384, "moe_top_k": 4, "moe_dense_layers": 2,
+                  "moe_router_score_function": "sigmoid", "moe_router_expert_bias": True,
+                  "moe_router_num_groups": 4, "moe_router_group_topk": 2,
+                  "moe_router_topk_scaling_factor": 2.5, "mtp_num_layers": 1},
+              "deepseek-v2-lite-like": {**deepseek, "q_lora_rank": None, "moe_top_k": 6, "moe_dense_layers": 1,
+                                        "moe_router_pre_softmax": True},
+              "deepseek-v3": {"preset": "deepseek-v3", "seq_length": 4096},
+              "qwen3-30b-a3b": {"preset": "qwen3-30b-a3b", "seq_length": 4096},
+              "gpt-oss-like": {
+                  **small, "linear_bias": True, "num_query_groups": 4, "kv_channels": 64, "ffn_hidden_size": 1024,
+                  "activation": "quick_geglu", "glu_linear_offset": 1.0, "activation_clamp": 7.0,
+                  "softmax_type": "learnable", "window_size": [128, 0], "window_attn_skip_freq": 2,
+                  "rope_scaling": {"type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096,
+                                   "truncate": False},
+                  "num_experts": 8, "moe_top_k": 4}}
+    latest_only = {"gpt-oss-like"}
     cases, shapes = [], []
     for version in ("core_v0.16", "latest"):
         for name, model in models.items():
-            ep = 4 if "num_experts" in model or model.get("preset") == "mixtral-8x7b" else 1
+            if version != "latest" and name in latest_only:
+                continue
+            moe = "num_experts" in model or model.get("preset") in ("mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b")
             data = spec_dict(name=f"flops-{name}-{version}", megatron={"version": version}, model=model,
-                             parallelism={"tp": 2, "pp": 1, "ep": ep, "distributed_optimizer": True})
+                             parallelism={"tp": 2, "pp": 1, "ep": 4 if moe else 1, "distributed_optimizer": True,
+                                          **({"etp": 1} if moe else {})})
             path = tmp_path / f"{data['name']}.yaml"
             path.write_text(yaml.safe_dump(data))
             spec = load_spec(path)

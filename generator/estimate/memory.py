@@ -160,17 +160,55 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout) -> float:
     sequence-parallel form 34/t, plus the attention core 5·a·s/(h·t) unless it is recomputed
     (selective) or never stored (flash attention); full recompute keeps only the layer input 2sbh.
     The 24 (and 34) follow the FFN width as Megatron's estimator does (18 + 4f/h = 34 at f = 4h);
-    gating (SwiGLU) and GQA are not modelled, as there. CP divides the sequence. With FP8,
+    gating (SwiGLU) and GQA are not modelled, as there. Multi-latent attention keeps other tensors
+    than Q, K, V of width h: attention_activation_widths. CP divides the sequence. With FP8,
     Transformer Engine stores the inputs of the QKV, projection and both MLP GEMMs in one byte."""
     s = shape.seq_length / layout.cp
     b, h, a, t = layout.micro_batch_size, shape.hidden_size, shape.num_attention_heads, layout.tp
-    split = 8 + 4 * shape.ffn_hidden_size / h  # 24 at f = 4h: what tensor parallelism divides
-    per = (10 + split) / t if layout.sequence_parallel else 10 + split / t
-    if layout.precision == "fp8":  # the four GEMM inputs kept in FP8: 1 byte saved per element
-        per -= 2 / (t if layout.sequence_parallel else 1) + (1 + shape.ffn_hidden_size / h) / t
+    latents, attention, output = attention_activation_widths(shape)
+    split = attention + 4 * shape.ffn_hidden_size / h  # 24 at f = 4h: what tensor parallelism divides
+    replicated = 10 + latents
+    per = (replicated + split) / t if layout.sequence_parallel else replicated + split / t
+    if layout.precision == "fp8":  # the GEMM inputs kept in FP8: 1 byte saved per element (a latent's
+        # up projection input: 1 of its 4 bytes)
+        hidden_rows = t if layout.sequence_parallel else 1
+        per -= (2 + latents / 4) / hidden_rows + (output + shape.ffn_hidden_size / h) / t
     core = where((layout.recompute == "selective") | layout.flash_attention, 0.0, 5 * a * s / (h * t))
     return where(layout.recompute == "full", 2 * s * b * h / (t if layout.sequence_parallel else 1),
                  s * b * h * (per + core))
+
+
+def attention_activation_widths(shape: Shape) -> tuple[float, float, float]:
+    """One attention layer's activations kept for the backward, in bytes per token per unit of h
+    beyond the replicated 10 of Korthikanti's count (the attention input and dropout mask among
+    them): (the latents, which tensor parallelism does not split; what it splits; of that, the
+    output projection's input, in elements per h).
+    Multi-head attention (Korthikanti): Q and K for the scores (4), V (2), the projection's input
+    (2) — 8, all of width h. Multi-latent attention as megatron-core's MLASelfAttention runs it:
+    each latent (the query's, where there is one, and the key/value one) kept as its norm's input
+    and as its up projection's input, 2 + 2 bytes a channel (its down projections are duplicated
+    on the tp ranks, so the latents are whole, split by the sequence under sequence parallelism);
+    the up-projected query and key of qk + rope dims a head and the value of v dims a head, which
+    the attention core keeps, and the projection's input of v dims a head, split over tp — 4·heads
+    ·(qk + rope + v dims) in all, against multi-head attention's 8·h (DeepSeek-V3: 22.9 + 1.1 for
+    the latents, against 8: its 128 heads of 192 and 128 dims are three times the hidden size)."""
+    mla = shape.mla
+    if mla is None:
+        return 0.0, 8.0, 1.0
+    h, heads = shape.hidden_size, shape.num_attention_heads
+    latents = 4 * ((mla.q_lora_rank or 0) + mla.kv_lora_rank) / h
+    return latents, 4 * heads * (mla.q_head_dim + mla.v_head_dim) / h, heads * mla.v_head_dim / h
+
+
+def mtp_input_bytes(shape: Shape, layout: Layout) -> float:
+    """Per micro-batch, what an MTP layer keeps beyond its transformer layer's activations: the
+    inputs of its two norms (the shifted tokens' embedding, the hidden state) and of its
+    projection (the two normed, concatenated: 2h), 2 bytes each — 8·s·b·h; under full recompute
+    (megatron-core checkpoints the MTP layer) only its two inputs beside the layer input, 2·s·b·h
+    more. Split by tp with sequence parallelism."""
+    s = shape.seq_length / layout.cp
+    rows = s * layout.micro_batch_size * shape.hidden_size / (layout.tp if layout.sequence_parallel else 1)
+    return where(layout.recompute == "full", 2 * rows, 8 * rows)
 
 
 def estimate_memory(shape: Shape, layout: Layout, capacity_gib: float | None) -> Memory:
@@ -209,6 +247,15 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     # a tied output layer keeps its own copy of the word embeddings on the last stage
     output = params.output or (0 if first else shape.vocab_size * shape.hidden_size)
     stage_dense = stage_dense + where(last, (output + params.final_norm) / layout.tp, 0.0)
+    # the MTP layers on the last stage (megatron-core places them with the output layer), their
+    # routed experts split like the others, the rest like a layer's; beyond the first stage the
+    # embedding they embed the shifted tokens with (megatron-core builds it where they run)
+    mtp_experts = params.mtp_layers * params.mlp * params.num_experts
+    mtp_dense = params.mtp_layers * params.mtp - mtp_experts
+    mtp_embedding = params.embedding if params.mtp_layers and not first else 0
+    stage_dense = stage_dense + where(last, (mtp_dense + mtp_embedding) / layout.tp, 0.0)
+    stage_expert = stage_expert + where(last, mtp_experts / layout.ep /
+                                        (layout.etp if shape.num_experts else layout.tp), 0.0)
     kept = (layout.optimizer_states, layout.main_grads)
     dense_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.state_shards, *kept)
     expert_bytes = state_bytes_per_param(layout.precision, layout.sharding, layout.expert_dp, *kept) \
@@ -219,13 +266,18 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     # 1F1B: the first stage holds p micro-batches in flight of its layers (L/p each when even:
     # all L layers' worth), times the interleaving penalty; fewer micro-batches than stages hold
     # fewer; the last stage holds one micro-batch of its own layers.
-    flight = where((in_flight > 1) & (layout.vpp > 1),
-                   layers * in_flight * (1 + (layout.pp - 1) / (layout.pp * layout.vpp)),
-                   layers * minimum(in_flight, maximum(layout.num_microbatches, 1)))
-    activations = activation_bytes_per_layer(shape, layout) * flight
-    # the last stage: fp32 logits of the loss, split by tp (and cp)
-    logits = where(last, 4 * shape.seq_length / layout.cp * layout.micro_batch_size * shape.vocab_size
-                   / layout.tp, 0.0)
+    microbatches = where((in_flight > 1) & (layout.vpp > 1),
+                         in_flight * (1 + (layout.pp - 1) / (layout.pp * layout.vpp)),
+                         minimum(in_flight, maximum(layout.num_microbatches, 1)))
+    per_layer = activation_bytes_per_layer(shape, layout)
+    activations = per_layer * layers * microbatches
+    # the last stage's MTP layers: a transformer layer's activations and their inputs each
+    activations = activations + where(last, params.mtp_layers * (per_layer + mtp_input_bytes(shape, layout))
+                                      * microbatches, 0.0)
+    # the last stage: fp32 logits of the loss, split by tp (and cp) — the main model's and each
+    # MTP layer's (each loss keeps its own softmax for the backward)
+    logits = where(last, (1 + params.mtp_layers) * 4 * shape.seq_length / layout.cp * layout.micro_batch_size
+                   * shape.vocab_size / layout.tp, 0.0)
     if layout.offload != "none":
         opts = 0.0  # optimizer states (and the update) live in CPU memory
     if layout.offload == "optimizer_and_params":

@@ -58,6 +58,7 @@ class Shape:
     mla_query_norm: bool = False
     sinks: bool = False  # a learned softmax sink per head (gpt-oss)
     mtp_layers: int = 0  # multi-token prediction layers (on the last stage, apart from the main model)
+    quick_geglu: bool = False  # gpt-oss's gated quick-GELU (Megatron-LM's FLOP count takes it as ungated)
 
     @property
     def head_dim(self) -> int:
@@ -97,7 +98,8 @@ class Shape:
                    mla_query_norm=bool(model.multi_latent_attention and model.q_lora_rank is None
                                        and model.qk_layernorm and dialect is not None
                                        and dialect.can("mla_query_norm")),
-                   sinks=model.softmax_type == "learnable", mtp_layers=model.mtp_num_layers or 0)
+                   sinks=model.softmax_type == "learnable", mtp_layers=model.mtp_num_layers or 0,
+                   quick_geglu=model.activation == "quick_geglu")
 
 
 @value

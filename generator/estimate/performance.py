@@ -94,28 +94,98 @@ class Performance:
 @lru_cache(maxsize=256)  # (the step time reads it up to three times per estimate)
 def forward_flops_per_token(shape: Shape, top_k: int | None = None) -> tuple[float, float]:
     """(forward FLOPs per token for matmuls and logits, of which attention scores and values).
-    The layers megatron-core builds: QKV and output projections of heads × kv channels (wider or
-    narrower than the hidden size where kv_channels says so), the routed experts' FFN
-    (moe_ffn_hidden_size) times top-k plus the shared experts in an MoE layer, the dense FFN in a
-    dense model's layers and an MoE model's first moe_dense_layers — Megatron-LM's own count
-    (training.py num_floating_point_operations), except that the attention core is counted
-    whole, where Megatron-LM's recent releases halve it for the causal mask."""
+    The layers megatron-core builds, as Megatron-LM counts them (training.py
+    num_floating_point_operations, the same in core_v0.16.1 and main) except that the attention
+    core is counted whole, where Megatron-LM's recent releases halve it for the causal mask:
+    - attention: QKV and output projections of heads × kv channels (wider or narrower than the
+      hidden size where kv_channels says so); multi-latent attention's projections as
+      attention_flops_per_layer says;
+    - the routed experts' FFN (moe_ffn_hidden_size) times top-k plus the shared experts in an MoE
+      layer, the dense FFN in a dense model's layers and an MoE model's first moe_dense_layers;
+    - each multi-token prediction layer: a transformer layer like the main model's last (MoE
+      where that is), its projection of the normed embedding and hidden state (2h → h), 3h for
+      its norms (Megatron's count: one multiply-add per channel of the two input norms and the
+      final one), and its own logits.
+    Where Megatron-LM's figure is not what the model runs, the figure is Megatron-LM's (MFU is
+    reported against it; uncounted_flops_per_token has the rest, for the time):
+    - gpt-oss's gated quick-GELU (--quick-geglu) counts as an ungated MLP (2 GEMMs of the FFN
+      width, its ffn factor follows --swiglu alone), though the model runs three;
+    - sliding-window layers (window_size, window_attn_skip_freq) count full attention: the
+      count has no window, so a sliding layer's core is counted as s keys a query, not the
+      window's;
+    - attention sinks (softmax_type learnable) add no matmul and are not counted."""
+    h = shape.hidden_size
+    projections, core = attention_flops_per_layer(shape)
+    factor = 3 if shape.gated and not shape.quick_geglu else 2  # Megatron-LM: 3 only with --swiglu
+    mlp = 2 * factor * h * ffn_widths(shape, top_k)
+    attention_layers = shape.num_layers + shape.mtp_layers
+    mtp = shape.mtp_layers * 2 * (3 * h + 2 * h * h)  # its norms and its projection
+    logits = 2 * shape.vocab_size * h * (1 + shape.mtp_layers)  # the main model's and each MTP layer's
+    return attention_layers * (projections + core) + mlp + mtp + logits, core * attention_layers
+
+
+def attention_flops_per_layer(shape: Shape) -> tuple[float, float]:
+    """(projections, core) forward FLOPs per token of one attention layer, the core whole
+    (non-causal). Grouped-query attention: QKV 2·h·(q + 2kv) and the output projection 2·q·h,
+    the core 4·s·q (QK^T and softmax·V over the query width q). Multi-latent attention as
+    Megatron-LM counts it: the query through its latent (q_lora_rank × (h + heads × (qk +
+    rope dims) + 1)) or projected directly (h × heads × (qk + rope dims)), the key/value latent
+    (kv_lora_rank × (h + heads × (qk + v dims) + 1)) with the rotary key beside it (h × rope
+    dims), and the output projection (heads × v dims × h) — the + 1s are Megatron's count of the
+    latents' norms, one multiply-add a channel; the core scores queries and keys of qk + rope
+    dims and sums values of v dims: 2·s·heads·(qk + rope + v dims)."""
     h, s = shape.hidden_size, shape.seq_length
-    query, kv = shape.query_width, shape.kv_width
-    attention_proj = h * (query + 2 * kv) + query * h
-    core = 4 * s * query  # QK^T and softmax·V, full attention
-    mlp = (3 if shape.gated else 2) * h * mlp_widths(shape, top_k)[1]  # all layers'
-    layers = shape.num_layers * (2 * attention_proj + core) + 2 * mlp
-    return layers + 2 * shape.vocab_size * h, core * shape.num_layers
+    mla = shape.mla
+    if mla is None:
+        query, kv = shape.query_width, shape.kv_width
+        return 2 * (h * (query + 2 * kv) + query * h), 4 * s * query
+    heads = shape.num_attention_heads
+    if mla.q_lora_rank is None:
+        query = h * heads * mla.q_head_dim
+    else:
+        query = mla.q_lora_rank * (h + heads * mla.q_head_dim + 1)
+    kv = mla.kv_lora_rank * (h + heads * (mla.qk_head_dim + mla.v_head_dim) + 1) + h * mla.qk_pos_emb_head_dim
+    output = heads * mla.v_head_dim * h
+    return 2 * (query + kv + output), 2 * s * heads * (mla.q_head_dim + mla.v_head_dim)
+
+
+def last_layer_ffn(shape: Shape, top_k: int | None = None) -> int:
+    """The FFN width a token passes through in the main model's last layer, which each MTP layer
+    repeats (megatron-core builds the MTP layer's transformer layer as the last decoder layer):
+    top-k routed experts and the shared experts where it is an MoE layer, else the dense FFN."""
+    if shape.num_experts and shape.moe_dense_layers < shape.num_layers:
+        return (shape.moe_ffn_hidden_size or shape.ffn_hidden_size) * (top_k or 1) + shape.shared_expert_size
+    return shape.ffn_hidden_size
+
+
+def ffn_widths(shape: Shape, top_k: int | None = None) -> int:
+    """The FFN widths a token passes through, summed over the main model's layers and the MTP
+    layers."""
+    return mlp_widths(shape, top_k)[1] + shape.mtp_layers * last_layer_ffn(shape, top_k)
+
+
+def uncounted_flops_per_token(shape: Shape, top_k: int | None = None) -> float:
+    """Forward GEMM FLOPs per token the model runs that Megatron-LM's count (forward_flops_per_token)
+    leaves out: the gate projection of gpt-oss's gated quick-GELU, 2·h per channel of FFN width
+    in every layer (MTP layers too). The time counts them (gemm_flops_per_token, and the hardware
+    FLOPs); the model FLOPs, and so MFU, do not."""
+    if not shape.quick_geglu:
+        return 0  # (an integer: the FLOPs of other models stay integers)
+    return 2 * shape.hidden_size * ffn_widths(shape, top_k)
 
 
 def step_flops(shape: Shape, global_batch: int, recompute: str,
                top_k: int | None = None) -> tuple[float, float]:
-    """(model FLOPs, hardware FLOPs) of one optimizer step."""
+    """(model FLOPs, hardware FLOPs) of one optimizer step: the model FLOPs Megatron-LM's count
+    (forward_flops_per_token, forward and backward), the hardware FLOPs what the GPUs run — the
+    GEMMs that count leaves out too (uncounted_flops_per_token) and what recompute runs again.
+    MTP layers run forward and backward like the others (and recompute with them: megatron-core
+    checkpoints an MTP layer under full recompute)."""
     forward, core = forward_flops_per_token(shape, top_k)
     tokens = global_batch * shape.seq_length
     layers, attention_core = hardware_passes(recompute)
-    return 3 * forward * tokens, (layers * (forward - core) + attention_core * core) * tokens
+    run = forward - core + uncounted_flops_per_token(shape, top_k)
+    return 3 * forward * tokens, (layers * run + attention_core * core) * tokens
 
 
 def hardware_passes(recompute: str) -> tuple[int, int]:
@@ -176,10 +246,12 @@ def gemm_flops_per_token(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     """Hardware FLOPs per token a step runs as GEMMs, in bf16-equivalents (an FP8 run's linear
     GEMMs count 1/speed-up of theirs): the linear layers and the logits, forward, backward (2×) and
     again forward under full recompute; the attention core too where no flash kernel runs it
-    (unfused attention's batched GEMMs, with what recompute runs again of it: hardware_passes)."""
+    (unfused attention's batched GEMMs, with what recompute runs again of it: hardware_passes).
+    The linear GEMMs are the ones the model runs: Megatron-LM's count and what it leaves out
+    (uncounted_flops_per_token)."""
     forward, core = forward_flops_per_token(shape, top_k)
-    logits = 2 * shape.vocab_size * shape.hidden_size
-    linear = forward - core - logits
+    logits = 2 * shape.vocab_size * shape.hidden_size * (1 + shape.mtp_layers)
+    linear = forward - core - logits + uncounted_flops_per_token(shape, top_k)
     if fp8_gemms(layout, hw):  # the linear GEMMs in FP8, the logits in bf16
         linear = linear / fp8_gemm_speedup(hw)
     layers, attention_core = hardware_passes(layout.recompute)
@@ -194,8 +266,8 @@ def flash_attention_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float
     if not layout.flash_attention:
         return 0.0
     s = shape.seq_length
-    query = shape.query_width
-    computed = 4 * layout.micro_batch_size * s / layout.cp * s * query / layout.tp / 2
+    core = attention_flops_per_layer(shape)[1]  # per token, whole
+    computed = layout.micro_batch_size * s / layout.cp * core / layout.tp / 2
     kernel = kernel_for(layout.framework, hw.attention_kernel)
     per_layer = core_seconds(computed, s / layout.cp, layout.cp, forward_passes(layout.recompute), kernel,
                              hw.peak_tflops, hw.attention_in_training)
