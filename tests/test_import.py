@@ -394,3 +394,33 @@ def test_the_architecture_a_script_builds_is_imported(tmp_path: Path) -> None:
     script.write_text(LLAMA31_SCRIPT.replace(" --use-rope-scaling", "").replace(" --disable-bias-linear", ""))
     model = yaml.safe_load(import_paths([script]).text)["model"]
     assert model["preset"] == "llama3-8b" and model["linear_bias"] is True  # Megatron's biases
+
+
+@pytest.mark.parametrize(("script", "want"), [
+    ("deepseek_v3_proxy.sh", {"multi_latent_attention": True, "q_lora_rank": 1536, "moe_dense_layers": 1,
+                              "mtp_num_layers": 1, "moe_router_score_function": "sigmoid",
+                              "moe_router_expert_bias": True, "moe_router_group_topk": 4,
+                              "rope_scaling": {"type": "yarn", "factor": 40.0, "mscale": 1.0, "mscale_all_dim": 1.0}}),
+    ("gpt_oss_20b.sh", {"activation": "quick_geglu", "softmax_type": "learnable", "window_size": [128, 0],
+                        "window_attn_skip_freq": 2, "position_embedding": "rope", "activation_clamp": 7.0,
+                        "rope_scaling": {"type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096,
+                                         "truncate": False}}),
+])
+def test_import_reads_the_architecture_of_2025_models(script: str, want: dict) -> None:
+    """A hand-written DeepSeek-V3 or gpt-oss launch script imports to the spec fields of its
+    architecture: MLA, dense-first MoE layers (--moe-layer-freq), MTP, routing, YaRN (MLA's or the
+    yarn positions'), sinks, windows and the gated quick-GELU."""
+    import dataclasses
+
+    from generator.spec.model import model_from
+
+    imported = import_paths([ROOT / "tests" / "lint_corpus" / "real" / "megatron-lm" / script])
+    given = yaml.safe_load(imported.text)["model"]
+    model = dataclasses.asdict(model_from({**given, "vocab_size": given.get("vocab_size") or 32000}))
+    for key, value in want.items():
+        if isinstance(value, dict):
+            assert {k: model[key][k] for k in value} == value, (key, model[key])
+        else:
+            assert model[key] == (tuple(value) if isinstance(value, list) else value), (key, model.get(key))
+    if script.startswith("gpt_oss"):  # the shape and the architecture are the release's
+        assert given["preset"] == "gpt-oss-20b" and "window_size" not in given, given

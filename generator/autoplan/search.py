@@ -277,12 +277,27 @@ def _estimate_all(spec, rows: list[dict[str, Any]], recomputes: list[str], capac
 
 def _layout(spec, v: dict[str, Any], recompute):
     """The estimate's layout of a row's values (numbers, or for a group columns of them)."""
+    first, last = v["first_stage_layers"], v["last_stage_layers"]
+    if spec.parallelism.pipeline_layout is not None:  # the first and last rank's layers of the layout
+        first, last = _layout_stages(spec, v["pp"])
     return spec_layout(spec, zero_stage=v["zero_stage"], distributed_optimizer=v["distributed_optimizer"],
                        recompute=recompute, tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], etp=v["etp"],
                        vpp=v["vpp"], dp=v["dp"], micro_batch_size=v["micro_batch_size"],
                        num_microbatches=v["gradient_accumulation_steps"],
                        sequence_parallel=v["sequence_parallel"],
-                       first_stage_layers=v["first_stage_layers"], last_stage_layers=v["last_stage_layers"])
+                       first_stage_layers=first, last_stage_layers=last)
+
+
+def _layout_stages(spec, pp):
+    """(first, last) rank layers of the spec's pipeline layout at pp (a number or a column)."""
+    def split(one: int) -> tuple[int | None, int | None]:
+        return replace(spec.parallelism, pp=int(one)).split_layers(spec.model.num_layers)
+
+    if numpy.ndim(pp) == 0:
+        return split(pp)
+    pairs = [split(one) for one in numpy.asarray(pp)]
+    return (numpy.array([f if f is not None else numpy.nan for f, _ in pairs]),
+            numpy.array([x if x is not None else numpy.nan for _, x in pairs]))
 
 
 def _shape(spec, tp: int, shapes: dict[int, Shape]) -> Shape:
@@ -374,6 +389,9 @@ def _pipeline_splits(spec, vpp_choice: list, pp: int) -> list[tuple[int, int | N
     divides the layers; else (a dialect with uneven pipelines, stage counts not fixed by the
     spec) the uneven split that keeps the rest even (rules.megatron.uneven_split)."""
     layers, p = spec.model.num_layers, spec.parallelism
+    layout = p.layout()
+    if layout is not None:  # its stages give vpp (the stages' layers: _layout); one that does not fit: GL235
+        return [(layout.vpp(pp), None, None)] if len(layout.stages) % pp == 0 else [(1, None, None)]
     fixed = (p.first_stage_layers, p.last_stage_layers)
     d = dialect_of(spec)
     if fixed != (None, None) or layers % pp == 0 or d is None or not d.can("uneven_pipeline"):

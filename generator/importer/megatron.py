@@ -4,6 +4,7 @@ launch.extra_args. A flag given twice counts once, with its last value (argparse
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 from generator.dialects import Dialect
@@ -101,6 +102,8 @@ def read_megatron(words: list[str | None], draft: Draft, d: Dialect) -> list[str
     _implied(known, draft, d)
     _load(known, draft)
     _rope_scaling(known, draft)
+    _moe_layer_freq(known, draft, extra)
+    _window(known, draft)
     _vpp(known, draft)
     _schedule(known, draft)
     _batch_changes(known, draft, d)
@@ -208,11 +211,71 @@ def _implied(known: dict, draft: Draft, d: Dialect) -> None:
                                        f"{' '.join([entry.flag, *wanted])}")
 
 
+_YARN_FLAGS = (("--mscale", "mscale", float), ("--mscale-all-dim", "mscale_all_dim", float),
+               ("--yarn-original-max-position-embeddings", "original_max_position_embeddings", int),
+               ("--yarn-beta-fast", "beta_fast", float), ("--yarn-beta-slow", "beta_slow", float))
+# --moe-layer-freq as the tables write it (and NVIDIA's recipes, without the parentheses): k dense
+# layers, then MoE layers
+_DENSE_FIRST = re.compile(r"^\(?\[0\]\*(\d+)\+\[1\]\*\(?(\d+)\)?\)?$")
+
+
+def _moe_layer_freq(known: dict, draft: Draft, extra: list) -> None:
+    """--moe-layer-freq: 1 (every layer MoE) or k dense layers first (model.moe_dense_layers);
+    another pattern has no spec field and stays in extra_args."""
+    words = known.get("--moe-layer-freq")
+    if not words:
+        return
+    text = (words[0] or "").replace(" ", "")
+    match = _DENSE_FIRST.match(text)
+    if text == "1":
+        draft.set("model.moe_dense_layers", 0)
+    elif match and draft.get("model.num_layers") in (None, int(match[1]) + int(match[2])):
+        draft.set("model.moe_dense_layers", int(match[1]))
+    else:
+        draft.notes.append(f"--moe-layer-freq {_shown(words[0])} is not dense-first layers; kept in "
+                           "extra_args")
+        extra += ["--moe-layer-freq", *words]
+
+
+def _window(known: dict, draft: Draft) -> None:
+    """--window-size "left,right" (Megatron's tuple_type, parentheses allowed) as the spec's pair."""
+    text = (known.get("--window-size") or [None])[0]
+    if text is None:
+        return
+    parts = text.strip("()").split(",")
+    try:
+        pair = [int(p) for p in parts]
+    except ValueError:
+        pair = []
+    if len(pair) == 2:
+        draft.set("model.window_size", pair)
+    else:
+        draft.unknown("model.window_size", f"--window-size is {_shown(text)}, not a pair of token counts")
+
+
 def _rope_scaling(known: dict, draft: Draft) -> None:
     """Megatron-LM's Llama-3.1 scaling: --use-rope-scaling with its factor (default 8; the
-    other frequencies are fixed)."""
+    other frequencies are fixed); YaRN: MLA's (--rope-type yarn, its default, with
+    --rotary-scaling-factor) or the yarn positions' (--position-embedding-type yarn), with the
+    factor and attention scales, and for the latter the correction bounds and their rounding."""
     if "--use-rope-scaling" in known:
         draft.set("model.rope_scaling", {"factor": flag_value(known, "--rope-scaling-factor", float) or 8.0})
+        return
+    mla = "--multi-latent-attention" in known
+    positions = (known.get("--position-embedding-type") or [None])[0]
+    rope_type = (known.get("--rope-type") or [None])[0]
+    if not (positions == "yarn" or mla and (rope_type == "yarn" or rope_type is None
+                                            and "--rotary-scaling-factor" in known)):
+        return
+    block: dict[str, object] = {"type": "yarn",
+                                "factor": flag_value(known, "--rotary-scaling-factor", float) or 1.0}
+    for flag, key, kind in _YARN_FLAGS:
+        given = flag_value(known, flag, kind)
+        if given is not None:
+            block[key] = given
+    if "--no-yarn-correction-range-round-to-int" in known:
+        block["truncate"] = False
+    draft.set("model.rope_scaling", block)
 
 
 def _vpp(known: dict, draft: Draft) -> None:
