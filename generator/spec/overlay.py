@@ -26,7 +26,11 @@ def load_layers(path: Path, display: str, overrides: tuple[str, ...] = ()) -> Do
 
 def _load_chain(path: Path, display: str, seen: tuple[Path, ...],
                 named_at: Location | None = None) -> Document:
-    real = path.resolve()
+    try:
+        real = path.resolve()
+    except (RuntimeError, OSError) as exc:  # a loop of symbolic links (RuntimeError before 3.13)
+        raise UserError(f"cannot read: {getattr(exc, 'strerror', None) or 'a loop of symbolic links'}",
+                        named_at or Location(display)) from None
     if real in seen:
         chain = " → ".join(str(p.name) for p in (*seen, real))
         raise UserError(f"extends forms a cycle: {chain}", named_at or Location(display))
