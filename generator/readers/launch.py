@@ -422,8 +422,8 @@ class _Reader:
                 low, _, high = value.partition(":")
                 number = _int(low) if not high or high == low else None
             if number == 0 and option.fact:  # a count of 0 (nodes, processes, GPUs): not divided by
-                self.out.problems.append((self.src(value_field), f"{name} {value} is not a count (at least 1); "
-                                          "the values that depend on it are not checked"))
+                why = f"{name} {value} is not a count (at least 1); what rests on it is not checked"
+                self.out.problems.append((self.src(value_field), why))
                 number = None
             for fact in option.fact:
                 self.fact(fact, number, value_field)

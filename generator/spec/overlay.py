@@ -17,8 +17,14 @@ from generator.spec.load import Document, _SpecLoader, load_yaml, read_text
 _SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(.*)$", re.S)
 
 
+def shown_path(display: str) -> str:
+    """A path as text: bytes of a file name that are not UTF-8 (surrogate-escaped by Python)
+    shown escaped (n\\xffx.yaml), so that the name can reach a generated file or a message."""
+    return display.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def load_layers(path: Path, display: str, overrides: tuple[str, ...] = ()) -> Document:
-    doc = _load_chain(path, display, ())
+    doc = _load_chain(path, shown_path(display), ())
     for item in overrides:  # the result keeps the spec file's name (generated headers cite it)
         doc = replace(merge(doc, _override(item)), file=doc.file)
     return doc
