@@ -5,6 +5,11 @@ Every artifact is read back by the linter before it is returned (render_all).
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 from generator.errors import UserError
 from generator.lint.readback import check_rendered
 from generator.plan.stages import stage_folder
@@ -69,3 +74,27 @@ def _sweep_files(spec, wanted: str | None) -> tuple[dict[str, str], list[str], i
     markdown, data = sweep_index(points)
     files.update({"index.md": markdown, "index.json": data})
     return files, reports, problems
+
+
+def _write_text(path: Path, text: str, encoding: str) -> None:
+    path.write_text(text, encoding=encoding)
+
+
+def write_files(folder: Path, files: dict[str, str]) -> list[Path]:
+    """Write {relative path: text} into ``folder``, all or nothing: into a new folder beside it
+    first, then each file moved into place once every one is written (a failure part-way leaves
+    ``folder`` as it was). Returns the paths written."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        for name, text in files.items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            _write_text(staging / name, text, encoding="utf-8")
+        written = []
+        for name in files:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / name, folder / name)
+            written.append(folder / name)
+        return written
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

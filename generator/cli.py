@@ -191,11 +191,11 @@ def _check(folder: Path, expected: dict[str, str], show_diff: bool, extras: bool
 
 
 def _write(folder: Path, files: dict[str, str]) -> None:
+    from generator.artifacts import write_files  # all or nothing: staged beside the folder
+
     try:
-        for name, text in files.items():
-            (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(text, encoding="utf-8")
-            typer.echo(f"wrote {folder / name}")
+        for path in write_files(folder, files):
+            typer.echo(f"wrote {path}")
     except OSError as exc:
         raise UserError(f"cannot write: {exc.strerror}", None) from None
 

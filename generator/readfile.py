@@ -5,9 +5,13 @@ bytes counted as they are read."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from pathlib import Path
+
+from generator.errors import Location, UserError
 
 _SPECIAL = ("/dev", "/proc", "/sys")
 
@@ -45,3 +49,48 @@ def read_capped(path: Path, limit: int) -> bytes:
         raise Refused(f"cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+MAX_JSON_DEPTH = 64  # levels of nesting a JSON record the tool reads may have (plan.json needs 4)
+MAX_DIGITS = 1000  # digits of one JSON number (Python refuses to convert past 4,300)
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_LONG_NUMBER = re.compile(rf"[0-9]{{{MAX_DIGITS + 1},}}")
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def read_json(path: Path, display: str, limit: int) -> object:
+    """A strict JSON file as untrusted input: a regular file of at most ``limit`` bytes, UTF-8,
+    nested at most MAX_JSON_DEPTH deep, no number longer than MAX_DIGITS digits; anything else
+    is a UserError at the place (file:line:col)."""
+    try:
+        raw = read_capped(path, limit)
+    except Refused as exc:
+        raise UserError(str(exc), Location(display)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        head = raw[: exc.start].decode("utf-8", errors="replace")
+        raise UserError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); it is not a file gen-launch wrote",
+                        Location(display, *_position(head, len(head)))) from None
+    blank = _STRINGS.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)  # same offsets
+    depth = 0
+    for m in _BRACKETS.finditer(blank):
+        depth += 1 if m.group() in "[{" else -1
+        if depth > MAX_JSON_DEPTH:
+            raise UserError(f"nested more than {MAX_JSON_DEPTH} levels deep; not a file gen-launch wrote",
+                            Location(display, *_position(text, m.start())))
+    long = _LONG_NUMBER.search(blank)
+    if long:
+        start = long.start()
+        end = start + len(re.match(r"[0-9]*", blank[start:]).group())
+        raise UserError(f"a number of {end - start:,} digits; at most {MAX_DIGITS:,} are read",
+                        Location(display, *_position(text, start)))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"not JSON: {exc.msg}", Location(display, exc.lineno, exc.colno)) from None

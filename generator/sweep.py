@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 
 from generator.calculator.resolve import PlanError
 from generator.errors import UserError
@@ -27,9 +28,39 @@ class Point:
     error: str | None = None
 
 
+MAX_POINTS = 10_000  # a sweep's points: each is resolved and rendered, and has its own folder
+
+
 def _label(values: dict[str, object]) -> str:
     text = "-".join(f"{path.rsplit('.', 1)[-1]}{value}" for path, value in values.items())
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in text)
+
+
+def unique_labels(combos: list[dict[str, object]]) -> list[str]:
+    """Each point's label; a label already taken gets the point's number (-<n>), in one pass."""
+    taken: set[str] = set()
+    labels = []
+    for number, values in enumerate(combos, start=1):
+        label = _label(values)
+        label = label if label not in taken else f"{label}-{number}"
+        taken.add(label)
+        labels.append(label)
+    return labels
+
+
+def _bounded(doc: Document, sweep: dict) -> None:
+    """Refuse a sweep of more than MAX_POINTS points before making them, naming the count and
+    what multiplies to it."""
+    if "grid" in sweep:
+        sizes = {path: len(values) for path, values in sweep["grid"].items()}
+        count = math.prod(sizes.values())
+        what = " × ".join(f"{path} ({n})" for path, n in sizes.items())
+        where = doc.locate(["sweep", "grid"])
+    else:
+        count, what, where = len(sweep["points"]), "the points listed", doc.locate(["sweep", "points"])
+    if count > MAX_POINTS:
+        raise UserError(f"the sweep has {count:,} points ({what}), more than the {MAX_POINTS:,} "
+                        "gen-launch makes; sweep fewer values or split it into several specs", where)
 
 
 def sweep_points(doc: Document) -> list[Point]:
@@ -37,6 +68,7 @@ def sweep_points(doc: Document) -> list[Point]:
     sweep = doc.data.get("sweep") if isinstance(doc.data, dict) else None
     if not sweep:
         return []
+    _bounded(doc, sweep)
     if "grid" in sweep:
         keys = list(sweep["grid"])
         combos = [dict(zip(keys, values, strict=True))
@@ -44,9 +76,8 @@ def sweep_points(doc: Document) -> list[Point]:
     else:
         combos = [dict(point) for point in sweep["points"]]
     points: list[Point] = []
-    for number, values in enumerate(combos, start=1):
-        label = _label(values)
-        point = Point(label if label not in {p.label for p in points} else f"{label}-{number}", values)
+    for label, values in zip(unique_labels(combos), combos, strict=True):
+        point = Point(label, values)
         try:
             point_doc = with_values(doc, {**values, "name": f"{doc.data['name']}-{point.label}"},
                                     f"sweep point {point.label}")

@@ -5,6 +5,7 @@ The command runs in a subprocess with a timeout: a hang fails the test instead o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -304,3 +305,213 @@ def test_a_count_written_as_a_float_stays_a_count_through_auto_plan_and_sweeps(
     assert result.exit_code == 0, result.output
     assert list((tmp_path / "out").rglob("launch.sbatch"))
     assert_counts_are_integers(tmp_path / "out")
+
+
+# -- issue 41: inputs that hung or ended in an internal error ----------------------------------
+
+def assert_no_crash(code: int, stderr: str) -> None:
+    assert code == 2, stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr, stderr
+
+
+def test_a_large_sweep_grid_is_refused_naming_its_count_and_fields(tmp_path: Path) -> None:
+    """3 × 50 values are 125,000 points: refused at once (it hung), naming the count and the
+    fields that multiply to it."""
+    grid = {"parallelism.tp": list(range(1, 51)), "batch.micro_batch_size": list(range(1, 51)),
+            "model.seq_length": list(range(1, 51))}
+    write(tmp_path, spec_dict(sweep={"grid": grid}))
+    for command in (("spec.yaml", "-o", "out"), ("explain", "spec.yaml")):
+        code, _, stderr = gen_launch(*command, cwd=tmp_path)
+        assert_refused(code, stderr, "125,000 points")
+        assert "parallelism.tp (50) × batch.micro_batch_size (50) × model.seq_length (50)" in stderr, stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_sweep_labels_are_unique_in_linear_time() -> None:
+    """Equal labels get -<number>, a label never repeats (de-duplicated with a set: 8,000
+    points took 18 s)."""
+    from generator.sweep import unique_labels
+
+    labels = unique_labels([{"a": "x/"}, {"a": "x_"}, {"a": "x/"}, {"a": "y"}])
+    assert labels == ["ax_", "ax_-2", "ax_-3", "ay"]
+    many = unique_labels([{"a": 1}] * 20_000)
+    assert len(set(many)) == 20_000
+
+
+def _plan_json(tmp_path: Path) -> Path:
+    data = spec_dict(checkpoint={"dir": "/ckpt", "interval": 100})
+    code, _, stderr = gen_launch(str(write(tmp_path, data)), "-o", str(tmp_path / "run"), cwd=tmp_path)
+    assert code == 0, stderr
+    return tmp_path / "run" / "plan.json"
+
+
+def test_resume_check_refuses_a_sweep_spec(tmp_path: Path) -> None:
+    _plan_json(tmp_path)
+    data = spec_dict(parallelism={"cp": "auto"}, sweep={"grid": {"parallelism.tp": [1, 2]}})
+    write(tmp_path, data, "new.yaml")
+    code, _, stderr = gen_launch("resume-check", "run", "new.yaml", cwd=tmp_path)
+    assert_refused(code, stderr, "a sweep of 2 points; resume-check compares one run")
+
+
+@pytest.mark.parametrize(("edit", "fragment"), [
+    (lambda p: p.pop("model"), "run/plan.json: $.model: missing"),
+    (lambda p: p.update(batch=[]), "run/plan.json: $.batch: expected an object, got []"),
+    (lambda p: p["parallelism"].pop("tp"), "$.parallelism.tp: missing"),
+    (lambda p: p["parallelism"].update(tp="2"), '$.parallelism.tp: expected a whole number of at least 1, got "2"'),
+    (lambda p: p["tokenizer"].pop("type"), "$.tokenizer.type: missing"),
+    (lambda p: p["batch"].update(tokens_per_step=0), "$.batch.tokens_per_step: expected a whole number"),
+    (lambda p: p.update(dialect={"name": "megatron-nope"}), "$.dialect.name: 'megatron-nope' is not"),
+    (lambda p: p.update(dialect="x"), "$.dialect: expected an object"),
+    (lambda p: p.update(checkpoint={"dir": "/ckpt"}), "$.checkpoint.format: missing"),
+])
+def test_a_hand_edited_plan_json_is_refused_naming_the_key(edit, fragment: str, tmp_path: Path) -> None:
+    plan = _plan_json(tmp_path)
+    record = json.loads(plan.read_text())
+    edit(record)
+    plan.write_text(json.dumps(record))
+    code, _, stderr = gen_launch("resume-check", "run", "spec.yaml", cwd=tmp_path)
+    assert_no_crash(code, stderr)
+    assert fragment in stderr and "regenerate it" in stderr, stderr
+
+
+def test_every_leaf_of_a_plan_json_mistyped_is_a_refusal_or_a_report(tmp_path: Path) -> None:
+    """Each value of a real plan.json removed or replaced by another type: resume-check reports
+    or refuses it (UserError), never another exception."""
+    from generator.errors import UserError
+    from generator.resume import check
+
+    plan = _plan_json(tmp_path)
+    original = json.loads(plan.read_text())
+
+    def leaves(node, path=()):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield (*path, key)
+                yield from leaves(value, (*path, key))
+
+    for path in leaves(original):
+        for replacement in (None, "x", [], {}, -1, 0, 1.5, True, "__delete__"):
+            record = json.loads(json.dumps(original))
+            node = record
+            for key in path[:-1]:
+                node = node[key]
+            if replacement == "__delete__":
+                del node[path[-1]]
+            else:
+                node[path[-1]] = replacement
+            plan.write_text(json.dumps(record))
+            with contextlib.suppress(UserError):
+                check(plan, plan)
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    (b'{"generator": "gen-launch", "x": "caf\xe9"}', "run/plan.json:1:38: not valid UTF-8 (byte 0xe9)"),
+    (b"[" * 3000 + b"]" * 3000, "run/plan.json:1:65: nested more than 64 levels deep"),
+    (b'{"generator": "gen-launch", "n": ' + b"1" * 5000 + b"}", "run/plan.json:1:34: a number of 5,000 digits"),
+])
+def test_a_broken_plan_json_is_a_located_error(content: bytes, fragment: str, tmp_path: Path) -> None:
+    plan = _plan_json(tmp_path)
+    plan.write_bytes(content)
+    code, _, stderr = gen_launch("resume-check", "run", "spec.yaml", cwd=tmp_path)
+    assert_refused(code, stderr, fragment)
+
+
+def test_resume_check_reads_no_special_file(tmp_path: Path) -> None:
+    """A FIFO, a folder whose plan.json is a FIFO, a link to /dev/zero: refused, not waited on."""
+    _plan_json(tmp_path)
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "folder" / "plan.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for name, fragment in (("fifo.json", "not a regular file"), ("folder", "not a regular file"),
+                           ("zero.json", "a special file (/dev/zero)")):
+        code, _, stderr = gen_launch("resume-check", "run", name, cwd=tmp_path)
+        assert_no_crash(code, stderr)
+        assert fragment in stderr, stderr
+
+
+def test_a_spec_that_is_a_symlink_loop_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    code, _, stderr = gen_launch("loop.yaml", "--target", "megatron", cwd=tmp_path)
+    assert_no_crash(code, stderr)
+    assert stderr.startswith("loop.yaml: ") and "cannot read" in stderr, stderr
+
+
+def test_a_spec_name_that_is_not_utf8_is_shown_escaped_and_written(tmp_path: Path) -> None:
+    """A file name of bytes that are not UTF-8: its name reaches the files escaped (n\\xffx.yaml),
+    and generation succeeds (it wrote megatron_args.sh, then failed on the next file)."""
+    name = os.fsdecode(b"n\xffx.yaml")
+    write(tmp_path, BASE, name)
+    proc = subprocess.run([sys.executable, "-m", "generator", name, "-o", "out"], cwd=tmp_path,
+                          capture_output=True, timeout=TIMEOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text(encoding="utf-8"))
+    assert plan["spec"] == "n\\xffx.yaml"
+    assert "n\\xffx.yaml" in (tmp_path / "out" / "megatron_args.sh").read_text(encoding="utf-8")
+
+
+def test_a_failed_generation_writes_nothing_into_out(tmp_path: Path, monkeypatch) -> None:
+    """Files are written into a folder beside --out and moved into place once all are written:
+    a failure part-way leaves --out as it was."""
+    from generator import artifacts
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("old")
+    calls = []
+
+    def failing(path: Path, text: str, encoding: str) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
+        Path.write_text(path, text, encoding=encoding)
+
+    monkeypatch.setattr(artifacts, "_write_text", failing)
+    with pytest.raises(Exception):  # noqa: B017 - whatever the failure, nothing is left behind
+        artifacts.write_files(out, {"a.sh": "a", "b.sh": "b", "sub/c.sh": "c"})
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    monkeypatch.setattr(artifacts, "_write_text", lambda p, t, encoding: Path.write_text(p, t, encoding=encoding))
+    artifacts.write_files(out, {"a.sh": "a", "sub/c.sh": "c"})
+    assert (out / "a.sh").read_text() == "a" and (out / "sub" / "c.sh").read_text() == "c"
+    assert (out / "keep.txt").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("launch", [
+    "torchrun --nproc_per_node 0 pretrain_gpt.py",
+    "torchrun --nnodes 0 --nproc_per_node 8 pretrain_gpt.py",
+    "deepspeed --num_gpus 0 pretrain_gpt.py",
+    "deepspeed --num_nodes 0 --num_gpus 8 pretrain_gpt.py",
+])
+def test_a_zero_count_in_a_launcher_is_a_finding_not_a_crash(launch: str, tmp_path: Path) -> None:
+    write(tmp_path, f"{launch} --micro-batch-size 2 --global-batch-size 16 --tensor-model-parallel-size 2\n",
+          "run.sh")
+    code, out, stderr = gen_launch("lint", "run.sh", cwd=tmp_path)
+    assert code in (0, 1) and "internal error" not in stderr + out, stderr + out
+    assert "is not a count" in out, out
+    code, _, stderr = gen_launch("import", "run.sh", cwd=tmp_path)
+    assert code in (0, 1, 2) and "internal error" not in stderr, stderr
+
+
+def test_a_json_integer_of_5000_digits_is_located(tmp_path: Path) -> None:
+    write(tmp_path, '{\n  "train_batch_size": ' + "1" * 5000 + "\n}\n", "ds_config.json")
+    code, out, stderr = gen_launch("lint", "ds_config.json", cwd=tmp_path)
+    assert code == 1 and "internal error" not in stderr + out, stderr + out
+    assert "ds_config.json:2:23" in out and "a number of 5,000 digits" in out, out
+
+
+def test_a_yaml_integer_of_5000_digits_is_located(tmp_path: Path) -> None:
+    write(tmp_path, yaml.safe_dump(BASE) + "x: " + "1" * 5000 + "\n")
+    code, _, stderr = gen_launch("spec.yaml", "--target", "megatron", cwd=tmp_path)
+    assert_refused(code, stderr, "a number of 5,000 digits")
+
+
+def test_values_built_from_unknown_variables_are_bounded(tmp_path: Path) -> None:
+    """x=$x$x$x$x with x unset, 16 times: 4^16 unknown pieces (it hung); the value budget counts
+    them, and the reading stops with GL902."""
+    write(tmp_path, "x=$x$x$x$x\n" * 16 + "torchrun pretrain_gpt.py --micro-batch-size $x\n", "run.sh")
+    code, out, stderr = gen_launch("lint", "run.sh", cwd=tmp_path)
+    assert code == 1 and "GL902" in out, stderr + out
+    code, _, stderr = gen_launch("import", "run.sh", cwd=tmp_path)
+    assert code in (0, 1, 2) and "internal error" not in stderr, stderr

@@ -11,6 +11,7 @@ from generator.values import record
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 MAX_DEPTH = 64
+MAX_DIGITS = 1000
 
 
 class JsonError(ValueError):
@@ -85,6 +86,8 @@ class _Parser:
         if m:
             self.i = m.end()
             text = m.group()
+            if len(text) > MAX_DIGITS:  # Python converts at most 4,300 digits to an int
+                raise JsonError(f"a number of {len(text):,} digits; at most {MAX_DIGITS:,} are read", start)
             return Node(float(text) if any(ch in text for ch in ".eE") else int(text), start)
         raise JsonError(f"unexpected {c!r}", self.i)
 

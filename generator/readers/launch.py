@@ -421,6 +421,10 @@ class _Reader:
             if option.range:
                 low, _, high = value.partition(":")
                 number = _int(low) if not high or high == low else None
+            if number == 0 and option.fact:  # a count of 0 (nodes, processes, GPUs): not divided by
+                why = f"{name} {value} is not a count (at least 1); what rests on it is not checked"
+                self.out.problems.append((self.src(value_field), why))
+                number = None
             for fact in option.fact:
                 self.fact(fact, number, value_field)
             if option.ref == "accelerate":

@@ -23,6 +23,7 @@ from generator.values import value
 
 MAX_EXPANDED_NODES = 10_000
 MAX_FILE_BYTES = 1 << 20
+MAX_DIGITS = 1000  # of one integer
 MAX_DEPTH = 64  # levels of nesting a spec may have (it needs 5)
 _CONTROL_IN_PATH = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -81,6 +82,16 @@ if getattr(yaml, "__with_libyaml__", False):
 for _loader in filter(None, (_SpecLoader, _FastSpecLoader)):
     for _tag, _regexp, _first in _IMPLICIT:
         _loader.add_implicit_resolver(_tag, re.compile(_regexp), _first)
+    _loader.add_constructor("tag:yaml.org,2002:int", lambda loader, node: _bounded_int(loader, node))
+
+
+def _bounded_int(loader, node: yaml.ScalarNode) -> int:
+    """An integer of at most MAX_DIGITS digits (Python converts at most 4,300: a longer one
+    was a ValueError, an internal error)."""
+    digits = len(node.value.lstrip("+-").replace("_", ""))
+    if digits > MAX_DIGITS:
+        raise _located(node, f"a number of {digits:,} digits; at most {MAX_DIGITS:,} are read")
+    return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
 
 
 class _LocatedYAMLError(Exception):

@@ -17,8 +17,14 @@ from generator.spec.load import Document, _SpecLoader, load_yaml, read_text
 _SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(.*)$", re.S)
 
 
+def shown_path(display: str) -> str:
+    """A path as text: bytes of a file name that are not UTF-8 (surrogate-escaped by Python)
+    shown escaped (n\\xffx.yaml), so that the name can reach a generated file or a message."""
+    return display.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def load_layers(path: Path, display: str, overrides: tuple[str, ...] = ()) -> Document:
-    doc = _load_chain(path, display, ())
+    doc = _load_chain(path, shown_path(display), ())
     for item in overrides:  # the result keeps the spec file's name (generated headers cite it)
         doc = replace(merge(doc, _override(item)), file=doc.file)
     return doc
@@ -26,7 +32,11 @@ def load_layers(path: Path, display: str, overrides: tuple[str, ...] = ()) -> Do
 
 def _load_chain(path: Path, display: str, seen: tuple[Path, ...],
                 named_at: Location | None = None) -> Document:
-    real = path.resolve()
+    try:
+        real = path.resolve()
+    except (RuntimeError, OSError) as exc:  # a loop of symbolic links (RuntimeError before 3.13)
+        raise UserError(f"cannot read: {getattr(exc, 'strerror', None) or 'a loop of symbolic links'}",
+                        named_at or Location(display)) from None
     if real in seen:
         chain = " → ".join(str(p.name) for p in (*seen, real))
         raise UserError(f"extends forms a cycle: {chain}", named_at or Location(display))

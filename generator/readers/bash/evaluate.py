@@ -92,6 +92,12 @@ class Var:
         return join(self.values[0]) if self.values else Field("", self.offset)
 
 
+def _size(segs: list[Seg]) -> int:
+    """A value's size for the MAX_VALUE budget: an unknown piece counts as one character (it is one
+    in the joined text), so values built from unknown variables ($x$x$x$x) are bounded too."""
+    return sum(1 if s.text is None else len(s.text) for s in segs)
+
+
 def join(segs: list[Seg]) -> Field:
     """Segments -> one field; unknown pieces become UNKNOWN inside the text."""
     if len(segs) == 1:  # most fields (every element of an array): no joining to do
@@ -345,7 +351,7 @@ class Evaluator:
                 if k:
                     segs.append(Seg(" ", value[0].offset if value else 0))
                 segs += value
-            if sum(len(s.text or "") for s in segs) > MAX_VALUE:
+            if _size(segs) > MAX_VALUE:
                 raise _Budget
         return segs
 
@@ -404,7 +410,7 @@ class Evaluator:
                 values, array = old.values + values, True
             else:
                 values = [(old.values[0] if old.values else []) + (values[0] if values else [])]
-        if len(values) > MAX_WORDS or sum(len(s.text or "") for v in values for s in v) > MAX_VALUE:
+        if len(values) > MAX_WORDS or sum(_size(v) for v in values) > MAX_VALUE:
             raise _Budget
         self.vars[name] = Var(values, array, exported or bool(old and old.exported), offset)
 
