@@ -250,10 +250,15 @@ def _allocations(plan, train_seconds: float, step_time_s: float) -> list[str]:
         line += f"; a checkpoint every {ckpt.interval:,} steps ({ckpt.interval * step_time_s / 3600:.1f} h)"
     if plan.exit_duration_minutes:
         line += (f"; exits and saves after {plan.exit_duration_minutes:,} minutes (--exit-duration-in-mins), "
-                 f"the next allocation resumes from checkpoint.dir; launch.sbatch submits {plan.allocations} "
-                 "jobs as one --dependency=singleton chain")
+                 f"the next allocation resumes from checkpoint.dir; {_chain(plan)}")
     elif plan.allocations:
         line += (f"; each job runs until the limit ends it and the next resumes from the last checkpoint in "
                  f"checkpoint.dir (the entry point must load it: the Trainer's example scripts do); "
-                 f"launch.sbatch submits {plan.allocations} jobs as one --dependency=singleton chain")
+                 f"{_chain(plan)}")
     return [line]
+
+
+def _chain(plan) -> str:
+    """What launch.sbatch does with a run longer than its allocation."""
+    return ("launch.sbatch runs it as a chain of jobs, at most two jobs queued; each submits the next while "
+            f"the run is unfinished and it made progress (scancel --name={plan.spec.name} stops it)")

@@ -3,8 +3,9 @@ cluster (a sample for more nodes, such as the 16,384-GPU one, is refused as it i
 rendered for 128 nodes), and four end-to-end jobs run on two simulated nodes: torchrun and the
 DeepSpeed launcher training with DeepSpeed on CPU (the cpu sample), accelerate launch with
 FSDP2, and the srun style (one task per process) that Megatron-LM uses; and a run longer than
-its allocation goes through its job chain, saving, exiting and resuming (a CPU stand-in for
-Megatron's loop, tests/oracle/ckpt_train.py). Start the cluster with
+its allocation goes through its job chain, saving, exiting and resuming, at most two jobs queued
+(a CPU stand-in for Megatron's loop, tests/oracle/ckpt_train.py), and a job that saved nothing
+submits no successor. Start the cluster with
 `scripts/slurm-cluster.sh start` (.ci/run does); without it these tests skip locally and fail
 in CI."""
 
@@ -247,9 +248,10 @@ def test_srun_job_sets_ranks_for_megatron(jobs: dict) -> None:
 
 
 # A run whose estimate (a 7B-like model on 2 × 2 fake H100s: ≈10.6 s a step) outlives its 60-minute
-# limit: the plan passes --exit-duration-in-mins and launch.sbatch submits a chain of jobs. The
+# limit: the plan passes --exit-duration-in-mins and launch.sbatch runs as a chain of jobs. The
 # stand-in (tests/oracle/ckpt_train.py) does what Megatron does with those arguments, with time
-# scaled: a "minute" is 0.1 s and an iteration 0.012 s, so an allocation trains about 4 s.
+# scaled: a "minute" is 0.1 s and an iteration 0.02 s, so an allocation trains about 4.4 s (about
+# 220 iterations) and the 500 iterations take three.
 RESUMING = {
     "name": "cpu-resume", "framework": "megatron-lm",
     "cluster": {"nodes": 2, "gpus_per_node": 2, "gpu": "h100-80gb", "allow_oversize": True},
@@ -262,45 +264,102 @@ RESUMING = {
     "slurm": {"time": "01:00:00", "exclusive": False, "output": "logs/%x-%j.out"},
     "launch": {"launcher": "srun", "entrypoint": "tests/oracle/ckpt_train.py",
                "env": {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-                       "GEN_LAUNCH_STANDIN_MINUTE_S": "0.1", "GEN_LAUNCH_STANDIN_STEP_S": "0.012"}},
+                       "GEN_LAUNCH_STANDIN_MINUTE_S": "0.1", "GEN_LAUNCH_STANDIN_STEP_S": "0.02"}},
 }
 
 
-def test_a_run_longer_than_its_allocation_saves_exits_and_resumes_until_done(
-        slurm, tmp_path: Path) -> None:
-    """Submitted once (bash launch.sbatch), the job chain runs one job at a time (singleton);
-    each resumes at the iteration the one before saved, a job exits and saves when its exit
-    duration has passed, the run ends at --train-iters, and a job after the end trains nothing."""
-    work = tmp_path
+def chained(work: Path, entrypoint: str = "tests/oracle/ckpt_train.py") -> tuple[dict, str]:
+    """The RESUMING spec, saving to work/ckpt, under a job name of its own (the cluster is shared:
+    another chain of the same name would share the singleton), written to work/launch."""
     (work / "tests").symlink_to(ROOT / "tests")
-    spec = dict(RESUMING, checkpoint={"dir": str(work / "ckpt"), "interval": 25})
-    spec["launch"] = dict(spec["launch"], python=sys.executable)
-    path = work / "cpu-resume.yaml"
+    name = f"cpu-resume-{os.getpid()}-{time.monotonic_ns() % 10**6}"
+    spec = dict(RESUMING, name=name, checkpoint={"dir": str(work / "ckpt"), "interval": 25})
+    spec["launch"] = dict(spec["launch"], python=sys.executable, entrypoint=entrypoint)
+    path = work / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    plan = write_files(path, work / "launch")
-    args = (work / "launch" / "megatron_args.sh").read_text()
-    exit_minutes = plan["slurm"]["exit_duration_minutes"]
-    assert f"--exit-duration-in-mins {exit_minutes}" in args
-    chain = plan["slurm"]["allocations"]
+    return write_files(path, work / "launch"), name
+
+
+def run_chain(work: Path, name: str) -> tuple[list[str], int]:
+    """bash launch.sbatch (with an sbatch option, which every job passes on), then squeue polled
+    every 0.1 s until no job of the chain is left: the jobs seen, in order, and the most queued
+    at once."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.pop("SLURM_JOB_ID", None)
     proc = subprocess.run(["bash", str(work / "launch" / "launch.sbatch"), "--parsable"], cwd=work, env=env,
                           capture_output=True, text=True, check=True)
-    jobs = [line.split(";")[0] for line in proc.stdout.split()]
-    assert len(jobs) == chain >= 2, proc.stdout
+    seen, most = [proc.stdout.strip().split(";")[0]], 0
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        queued = subprocess.run(["squeue", "--noheader", f"--name={name}", "--format=%i"], capture_output=True,
+                                text=True, check=True).stdout.split()
+        most = max(most, len(queued))
+        seen += [job for job in sorted(queued, key=int) if job not in seen]
+        if not queued:
+            return seen, most
+        time.sleep(0.1)
+    subprocess.run(["scancel", f"--name={name}"], check=False)
+    pytest.fail(f"the chain {name} did not end within {JOB_TIMEOUT_S} s: {seen}")
+
+
+def job_times(job: str) -> tuple[str, str, str]:
+    """SubmitTime, StartTime, EndTime of a finished job (ISO, to the second: they sort as text)."""
+    info = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True,
+                          check=True).stdout
+    found = {key: re.search(rf"\b{key}=(\S+)", info).group(1) for key in ("SubmitTime", "StartTime", "EndTime")}
+    return found["SubmitTime"], found["StartTime"], found["EndTime"]
+
+
+def test_a_run_longer_than_its_allocation_chains_jobs_two_at_most_until_done(slurm, tmp_path: Path) -> None:
+    """Submitted once (bash launch.sbatch), the chain keeps at most two jobs queued (the running
+    one and the successor it submitted); each job resumes at the iteration the one before saved
+    and exits and saves when its exit duration has passed; the job that reaches --train-iters
+    submits nothing, so the chain stops after the last allocation."""
+    work = tmp_path
+    plan, name = chained(work)
+    exit_minutes = plan["slurm"]["exit_duration_minutes"]
+    assert f"--exit-duration-in-mins {exit_minutes}" in (work / "launch" / "megatron_args.sh").read_text()
+    jobs, most = run_chain(work, name)
+    logs = {job: work / "logs" / f"{name}-{job}.out" for job in jobs}
     for job in jobs:
         state, code = wait(job)
-        log = work / "logs" / f"cpu-resume-{job}.out"
-        assert (state, code) == ("COMPLETED", "0:0"), log.read_text(errors="replace")[-3000:] if log.exists() else job
+        log = logs[job].read_text(errors="replace")[-3000:] if logs[job].exists() else job
+        assert (state, code) == ("COMPLETED", "0:0"), log
     progress = [json.loads(line) for line in (work / "ckpt" / "progress.jsonl").read_text().splitlines()]
-    assert [p["job"] for p in progress] == jobs  # one at a time, in submission order
-    assert progress[0]["start"] == 0 and progress[-1]["end"] == 500
+    # Slurm's own times (to the second): each job submitted while the one before still ran, and
+    # started after it ended, so when a job is submitted, the chain holds it and one other
+    times = [job_times(job) for job in jobs]
+    for (_, _, end), (submit, start, _) in zip(times, times[1:], strict=False):
+        assert submit <= end <= start
+    at_submission = max(sum(s <= t <= e for s, _, e in times) for t, _, _ in times)
+    print(f"chain {name}: {len(jobs)} jobs, at most {most} queued when polled, {at_submission} at each "
+          "submission; " + ", ".join(f"{p['job']}: {p['start']}->{p['end']} ({p['exit']})" for p in progress))
+    assert most <= 2 and at_submission == 2
+    assert [p["job"] for p in progress] == jobs  # one at a time, each submitted by the one before
+    assert len(jobs) == 3 and progress[0]["start"] == 0 and progress[-1]["end"] == 500
     for before, after in zip(progress, progress[1:], strict=False):
-        assert after["start"] == before["end"]  # resumed where the previous job saved
-    trained = [p for p in progress if p["end"] > p["start"]]
-    assert len(trained) >= 2 and all(p["exit"] == "exit-duration" for p in trained[:-1])
-    assert trained[-1]["end"] == 500 and exit_minutes > 0
-    assert all(p["start"] == p["end"] == 500 for p in progress[len(trained):])  # nothing left to do
+        assert after["start"] == before["end"] > before["start"]  # resumed where the previous job saved
+    assert all(p["exit"] == "exit-duration" for p in progress[:-1]) and progress[-1]["exit"] == "done"
+    for job in jobs[:-1]:
+        assert "submitting the next job of the chain" in logs[job].read_text()
+    assert "the run is done (iteration 500): the chain ends here" in logs[jobs[-1]].read_text()
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_a_job_that_saved_nothing_submits_no_successor(slurm, tmp_path: Path, status: int) -> None:
+    """A job of the chain whose training step saves nothing (it ends at once, or crashes) ends
+    the chain: no successor, so a crash cannot loop."""
+    work = tmp_path
+    (work / "stall.py").write_text(f"import sys\nprint('gen-launch-result: {{}}')\nsys.exit({status})\n")
+    _, name = chained(work, entrypoint="stall.py")
+    (work / "ckpt").mkdir()
+    (work / "ckpt" / "latest_checkpointed_iteration.txt").write_text("100")  # resumed mid-run
+    jobs, most = run_chain(work, name)
+    assert len(jobs) == 1 and most == 1, jobs
+    log = (work / "logs" / f"{name}-{jobs[0]}.out").read_text(errors="replace")
+    assert wait(jobs[0]) == (("COMPLETED", "0:0") if status == 0 else ("FAILED", f"{status}:0")), log[-3000:]
+    assert "no new checkpoint in this job (iteration 100): the chain ends here" in log, log[-3000:]
+    assert "submitting the next job" not in log
 
 
 @pytest.mark.parametrize("name", ["cpu-preflight", "cpu-srun-preflight"])

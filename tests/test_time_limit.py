@@ -1,6 +1,7 @@
 """A run longer than its Slurm allocation: it exits and saves before the limit, resumes from its
-checkpoint folder, and launch.sbatch submits a bounded chain of jobs; the warnings for a run that
-would never keep its progress."""
+checkpoint folder, and launch.sbatch runs as a chain of jobs, at most two queued, each submitting
+the next only while the run is unfinished and it saved progress; the warnings for a run that would
+never keep its progress."""
 
 from __future__ import annotations
 
@@ -55,28 +56,84 @@ def test_a_run_longer_than_its_allocation_exits_saves_and_resumes() -> None:
     args = files["megatron_args.sh"]
     assert f"--exit-duration-in-mins {plan.exit_duration_minutes}\n" in args
     assert "--save /checkpoints/llama3-8b-pretrain\n" in args and "--load /checkpoints/llama3-8b-pretrain\n" in args
-    assert f"for ((job = 1; job <= {plan.allocations}; job++))" in files["launch.sbatch"]
+    sbatch = files["launch.sbatch"]
+    assert 'exec sbatch --dependency=singleton "$@" "$0" "$@"' in sbatch and "for ((" not in sbatch
+    assert "scancel --name=llama3-8b-pretrain" in sbatch.split("#SBATCH")[0]  # the header says how to stop it
+    assert 'TRACKER="${CHECKPOINT_DIR}"/latest_checkpointed_iteration.txt' in sbatch
+    assert f"elif ((SAVED_AFTER >= {plan.schedule.train_iters})); then" in sbatch
     assert plan.allocations == chained_jobs(seconds, plan.exit_duration_minutes, 0.17)  # h100-80gb's band
-    assert f"launch.sbatch submits {plan.allocations} jobs" in explain_text(plan)
+    text = explain_text(plan)
+    assert "at most two jobs queued; each submits the next while the run is unfinished and it made progress" in text
 
 
-def test_the_chain_is_submitted_as_written(tmp_path: Path) -> None:
-    """bash launch.sbatch, with a stand-in sbatch on PATH that records its arguments: the
-    allocations are submitted as a singleton chain, each with the user's own options."""
+def _stand_ins(tmp_path: Path) -> dict[str, str]:
+    """sbatch, scontrol and srun stand-ins on PATH: sbatch records its arguments, scontrol answers
+    as for a job submitted as /submitted/launch.sbatch with the job's arguments, srun runs
+    FAKE_STEP as the training step (the preflight passes)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "sbatch").write_text('#!/bin/bash\nprintf "%s\\n" "$*" >> "${CALLS}"\n')
+    (bin_dir / "scontrol").write_text(
+        '#!/bin/bash\nif [[ "$1" == show && "$2" == job ]]; then echo "   Command=/submitted/launch.sbatch${JOB_ARGS}"; '
+        'else echo node1; fi\n')
+    (bin_dir / "srun").write_text('#!/bin/bash\n[[ "$*" == *preflight.py ]] || exec "${FAKE_STEP}"\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(tmp_path / "calls")}
+
+
+def test_the_first_job_is_submitted_with_the_users_options_as_its_arguments(tmp_path: Path) -> None:
+    """bash launch.sbatch, with a stand-in sbatch on PATH that records its arguments: one job is
+    submitted (singleton), with the user's own options, which are also its arguments."""
     files = spec_files(load_spec(PRETRAIN))[0]
     script = tmp_path / "launch.sbatch"
     script.write_text(files["launch.sbatch"])
-    stand_in = tmp_path / "bin" / "sbatch"
-    stand_in.parent.mkdir()
-    stand_in.write_text('#!/bin/bash\nprintf "%s\\n" "$*" >> "${CALLS}"\n')
-    stand_in.chmod(0o755)
-    calls = tmp_path / "calls"
-    env = {"PATH": f"{stand_in.parent}:/usr/bin:/bin", "CALLS": str(calls)}
-    subprocess.run(["bash", str(script), "--qos=high"], cwd=tmp_path, env=env, check=True)
-    lines = calls.read_text().splitlines()
-    plan = resolve(load_spec(PRETRAIN))
-    assert lines == [f"--dependency=singleton --qos=high {script}"] * plan.allocations
+    env = _stand_ins(tmp_path)
+    subprocess.run(["bash", str(script), "--qos=high", "--comment=a b"], cwd=tmp_path, env=env, check=True)
+    assert (tmp_path / "calls").read_text().splitlines() == [
+        f"--dependency=singleton --qos=high --comment=a b {script} --qos=high --comment=a b"]
     assert (tmp_path / "logs").is_dir()
+
+
+@pytest.mark.parametrize(("before", "after", "status", "submits"), [
+    (None, "1000", 0, True),  # saved, unfinished: the next job
+    ("1000", "2000", 1, True),  # a crash after a save: the next job resumes from it
+    ("1000", "1000", 0, False),  # no new checkpoint: the chain ends
+    (None, None, 1, False),  # a crash before the first save: no loop
+    ("1000", "release", 0, False),  # nothing the chain can count
+    ("1000", "{final}", 0, False),  # the run is done
+])
+def test_a_job_submits_the_next_only_after_progress_in_an_unfinished_run(
+        tmp_path: Path, before, after, status, submits) -> None:
+    """The job part of launch.sbatch with stand-ins for srun (a training step that writes the
+    tracker and exits with a status), scontrol and sbatch: the next job is submitted with the same
+    options and a dependency on this one exactly when the tracker moved forward short of the end;
+    the job ends with the training step's status."""
+    plan = resolve(load_spec(PRETRAIN))
+    sbatch = spec_files(load_spec(PRETRAIN))[0]["launch.sbatch"]
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    sbatch = sbatch.replace("CHECKPOINT_DIR=/checkpoints/llama3-8b-pretrain", f"CHECKPOINT_DIR={ckpt}")
+    script = tmp_path / "launch.sbatch"
+    script.write_text(sbatch)
+    (tmp_path / "megatron_args.sh").write_text("MEGATRON_ARGS=()\n")
+    tracker = ckpt / "latest_checkpointed_iteration.txt"
+    if before is not None:
+        tracker.write_text(before)
+    step = tmp_path / "step"
+    write = f"printf %s {after.format(final=plan.schedule.train_iters)} > {tracker}\n" if after else ""
+    step.write_text(f"#!/bin/bash\n{write}exit {status}\n")
+    step.chmod(0o755)
+    env = {**_stand_ins(tmp_path), "FAKE_STEP": str(step), "SLURM_JOB_ID": "41", "SLURM_NNODES": "4",
+           "SLURM_JOB_NODELIST": "node[1-4]", "SLURM_CPUS_ON_NODE": "96", "GEN_LAUNCH_DIR": str(tmp_path),
+           "JOB_ARGS": " --qos=high"}
+    proc = subprocess.run(["bash", str(script), "--qos=high"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == status, proc.stderr
+    calls = (tmp_path / "calls").read_text().splitlines() if (tmp_path / "calls").exists() else []
+    assert calls == (["--qos=high --dependency=afterany:41 /submitted/launch.sbatch --qos=high"] if submits else [])
+    if not submits and after != "{final}":
+        assert "no new checkpoint" in proc.stderr
 
 
 def test_a_run_within_its_allocation_is_one_job(write_spec) -> None:
@@ -86,7 +143,9 @@ def test_a_run_within_its_allocation_is_one_job(write_spec) -> None:
     assert plan.exit_duration_minutes is None and plan.allocations is None
     files = spec_files(load_spec(path))[0]
     assert "--exit-duration-in-mins" not in files["megatron_args.sh"]
-    assert 'exec sbatch "$@" "$0"' in files["launch.sbatch"] and "singleton" not in files["launch.sbatch"]
+    sbatch = files["launch.sbatch"]
+    assert 'exec sbatch "$@" "$0"\n' in sbatch and "singleton" not in sbatch and "SAVED_AFTER" not in sbatch
+    assert "STEP_STATUS" not in sbatch and "scancel" not in sbatch
 
 
 def _warnings(plan) -> dict[str, str]:
@@ -157,7 +216,11 @@ def test_a_trainer_run_longer_than_its_allocation_is_chained_to_resume_at_each_l
     assert plan.exit_duration_minutes is None and plan.allocations > 1
     assert plan.allocations == chained_jobs(plan.estimate().train_seconds, 30, plan.estimate().uncertainty)
     sbatch = spec_files(load_spec(path))[0]["launch.sbatch"]
-    assert f"job <= {plan.allocations}" in sbatch or f"job <= '{plan.allocations}'" in sbatch
+    # srun --time ends the training step 5 minutes before the limit: the job looks for the
+    # Trainer's newest checkpoint-N folder and submits the next while there is a newer one
+    assert plan.step_time_limit_minutes == 25 and sbatch.count("  --time=25 \\\n") == 1
+    assert '"${CHECKPOINT_DIR}"/checkpoint-*' in sbatch
+    assert f"elif ((SAVED_AFTER >= {plan.schedule.train_iters})); then" in sbatch
     assert "the entry point must load it" in explain_text(plan)
     data["checkpoint"] = None
     path.write_text(yaml.safe_dump({k: v for k, v in data.items() if v is not None}, sort_keys=False))

@@ -22,7 +22,10 @@ from generator.plan.values import run_io_values, scheduler_state
 from generator.shell import ShellRef
 from generator.spec.architecture import architecture_line
 from generator.spec.model import Spec
+from generator.units import slurm_minutes
 from generator.values import value
+
+CHAIN_MARGIN_MINUTES = 5  # a chained job's minutes after its training step: the check and sbatch
 
 
 @value
@@ -69,7 +72,8 @@ class Plan:
     derivation: tuple[str, ...]
     # --exit-duration-in-mins: a run longer than its allocation exits and saves before the limit
     exit_duration_minutes: int | None = None
-    # jobs launch.sbatch submits as one --dependency=singleton chain (None: one job)
+    # allocations the run needs, with the estimate's margin (None: one job): launch.sbatch then runs
+    # as a chain, each job submitting the next while the run is unfinished and it saved progress
     allocations: int | None = None
     # a stage of a run in stages: the one schedule of the whole run (plan/stages.py)
     run: RunSchedule | None = None
@@ -213,6 +217,36 @@ class Plan:
     def tasks_per_node(self) -> int:
         """Slurm tasks per node: one per GPU for srun, one launcher per node otherwise."""
         return self.procs_per_node if self.spec.launch.launcher == "srun" else 1
+
+    @property
+    def checkpoint_tracker(self) -> str:
+        """What in checkpoint.dir names the last checkpoint (the chain compares it before and after
+        each job): Megatron's tracker file (the iteration; Megatron-DeepSpeed writes it too), the
+        DeepSpeed engine's `latest` (the tag, global_stepN), the Trainer's checkpoint-N folders."""
+        if self.uses_megatron:
+            return "latest_checkpointed_iteration.txt"
+        return "checkpoint-*" if self.uses_trainer else "latest"
+
+    @property
+    def chain_final_iteration(self) -> int | None:
+        """The iteration the tracker names once the run is done, where it is known (one stage, no
+        batch ramp; Megatron counts --train-samples as train_samples // global batch iterations);
+        else the job after the last one trains nothing, saves nothing, and submits no successor."""
+        if not self.allocations or self.batch_ramp is not None or self.run is not None:
+            return None
+        if self.uses_megatron and self.schedule.sample_based:
+            return self.train_samples // self.global_batch_size
+        return self.schedule.train_iters
+
+    @property
+    def step_time_limit_minutes(self) -> int | None:
+        """A chained run whose entry point has no exit of its own (the Trainer, a plain DeepSpeed
+        script): srun --time ends its training step CHAIN_MARGIN_MINUTES before the job's limit, so
+        the job can still look for a new checkpoint and submit the next one."""
+        limit = slurm_minutes(self.spec.slurm.time)
+        if not self.allocations or self.exit_duration_minutes or limit is None:
+            return None
+        return max(1, limit - CHAIN_MARGIN_MINUTES)
 
     def estimate(self):
         """Memory and time estimates (generator/estimate), computed by resolve."""
