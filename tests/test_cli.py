@@ -206,3 +206,35 @@ def test_every_dataclass_has_a_docstring() -> None:
                if isinstance(node, ast.ClassDef) and ast.get_docstring(node) is None
                and any("dataclass" in ast.unparse(d) for d in node.decorator_list)]
     assert not missing
+
+
+def _explained(tmp_path: Path, data: dict) -> str:
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    result = runner.invoke(app, ["explain", str(tmp_path / "spec.yaml")])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_explain_speaks_of_a_trainer_run_in_its_own_terms() -> None:
+    """A Trainer run has no pipeline and counts no samples: explain neither speaks of "the first
+    pipeline stage" nor of Megatron's counts, and a fine-tune gets no pre-training LR advice."""
+    text = runner.invoke(app, ["explain", str(ROOT / "samples" / "sft-llama3-8b-accelerate-zero3.yaml")]).stdout
+    schedule = text.split("Schedule")[1].split("\n\n")[0]
+    assert "samples" not in schedule and "Megatron" not in schedule
+    assert "the Trainer counts the schedule in optimizer steps (--max_steps, --warmup_steps)" in schedule
+    assert "Memory per GPU (8.03B parameters)" in text and "pipeline stage" not in text
+    assert "lr ≈" not in text and "DeepSeek LLM" not in text and "pipeline bubble" not in text
+
+
+def test_a_fine_tune_gets_no_pre_training_advice_and_no_empty_header(tmp_path: Path) -> None:
+    from .helpers import spec_dict
+
+    pretrain = _explained(tmp_path, spec_dict())
+    assert "lr ≈" in pretrain and "(first) pipeline stage" in pretrain
+    assert "(32,000 samples)" in pretrain and "Megatron counts the schedule in iterations" in pretrain
+    finetune = _explained(tmp_path, spec_dict(checkpoint={"dir": "/ckpt/ft", "finetune_from": "/ckpt/base"}))
+    assert "lr ≈" not in finetune and "DeepSeek LLM" not in finetune and "micro batch: 8" in finetune
+    # nothing to advise: no "Advice" header over nothing
+    quiet = _explained(tmp_path, spec_dict(checkpoint={"dir": "/ckpt/ft", "finetune_from": "/ckpt/base"},
+                                           batch={"micro_batch_size": 8, "gradient_accumulation_steps": 1}))
+    assert "Advice" not in quiet
