@@ -238,3 +238,22 @@ def test_a_fine_tune_gets_no_pre_training_advice_and_no_empty_header(tmp_path: P
     quiet = _explained(tmp_path, spec_dict(checkpoint={"dir": "/ckpt/ft", "finetune_from": "/ckpt/base"},
                                            batch={"micro_batch_size": 8, "gradient_accumulation_steps": 1}))
     assert "Advice" not in quiet
+
+
+def test_cos_min_ratio_is_the_ratio_as_written_and_deepspeed_ends_at_min_lr(tmp_path: Path) -> None:
+    """ds_config.json's cos_min_ratio is min_lr / lr rounded once (0.1 for 2e-6 / 2e-5, not the
+    float division's 0.09999999999999999); DeepSpeed's own WarmupCosineLR, read from the file,
+    ends at min_lr (within one rounding of lr × ratio)."""
+    import math
+
+    out = tmp_path / "out"
+    sample = str(ROOT / "samples" / "sft-llama3-8b-accelerate-zero3.yaml")
+    assert runner.invoke(app, ["generate", sample, "--out", str(out)]).exit_code == 0
+    params = json.loads((out / "ds_config.json").read_text())["scheduler"]["params"]
+    assert params["cos_min_ratio"] == 0.1 and repr(params["cos_min_ratio"]) == "0.1"
+    torch = pytest.importorskip("torch")
+    lr_schedules = pytest.importorskip("deepspeed.runtime.lr_schedules")
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=2.0e-5)  # the spec's lr
+    scheduler = lr_schedules.WarmupCosineLR(optimizer, **params)
+    scheduler.step(params["total_num_steps"])
+    assert math.isclose(scheduler.get_lr()[0], 2.0e-6, rel_tol=1e-15)
