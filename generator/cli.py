@@ -35,9 +35,9 @@ typer.core.TyperArgument.get_usage_pieces = _usage_pieces
 
 app = typer.Typer(
     name="gen-launch",
-    help="One YAML run spec -> one consistent plan -> DeepSpeed JSON, Megatron-LM arguments and "
-    "a Slurm sbatch script that agree by construction. `gen-launch SPEC` is short for "
-    "`gen-launch generate SPEC`.",
+    help="One YAML run spec -> one consistent plan -> DeepSpeed JSON, Megatron-LM arguments, "
+    "Hugging Face Trainer arguments, an accelerate config and a Slurm sbatch script that agree by "
+    "construction. `gen-launch SPEC` is short for `gen-launch generate SPEC`.",
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
@@ -125,7 +125,8 @@ def generate(
                      "auto-plan's choice); warnings and errors still print.")] = False,
     overrides: SetOption = None,
 ) -> None:
-    """Render the plan into ds_config.json, megatron_args.sh, launch.sbatch and plan.json."""
+    """Render the plan into ds_config.json, megatron_args.sh, trainer_args.sh,
+    accelerate_config.yaml and launch.sbatch (those the framework and launcher use) and plan.json."""
 
     if len(specs) > 1 and out is not None:
         typer.echo("--out takes one spec; several specs each go to launch/<name>/", err=True)
@@ -250,9 +251,8 @@ def plan_(
              "(beyond cluster.memory_headroom_gib); generate's choice keeps the default.")] = 5.0,
 ) -> None:
     """Search the layouts the spec leaves to auto-plan (tp, pp, cp, ep, vpp, zero_stage,
-    distributed_optimizer, micro_batch_size, recompute: auto or a list) and rank those that fit,
-    with a memory margin free, by estimated step time (within 2 % of the fastest, the one with
-    more memory free first). Exit 0, or 1 when nothing fits."""
+    distributed_optimizer, micro_batch_size, recompute: auto or a list) and rank those that fit
+    (a margin free) by estimated step time. Exit 0, or 1 when nothing fits."""
 
     def run() -> int:
         # deferred: plan's search (numpy), imported when it runs (start-up)

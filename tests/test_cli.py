@@ -32,6 +32,17 @@ def test_help_lists_commands() -> None:
         assert command in result.stdout
 
 
+def test_help_names_every_file_generate_writes() -> None:
+    """The top-level help names each artifact generate can write (the Trainer's arguments and the
+    accelerate config were missing), and plan.json."""
+    from generator.render import ARTIFACTS, PLAN_FILE
+
+    text = " ".join(runner.invoke(app, ["--help"], terminal_width=400).stdout.split())
+    for name, _ in ARTIFACTS.values():
+        assert name in text, name
+    assert PLAN_FILE in text and "Hugging Face Trainer arguments, an accelerate config" in text
+
+
 @pytest.mark.parametrize("command", ["generate", "explain", "plan", "lint", "import", "resume-check",
                                      "schema", "rules"])
 def test_each_command_runs_alone_from_the_console_script(command: str, capsys, monkeypatch) -> None:
