@@ -500,3 +500,17 @@ def test_one_of_a_kind_is_said_in_the_singular(tmp_path: Path) -> None:
     text = runner.invoke(app, ["plan", str(path)]).stdout
     assert "1 layout passes the structural rules" in text and "1 candidate estimated" in text
     assert "), 1 fits (within" in text and "1 layouts" not in text
+
+
+def test_an_auto_field_the_framework_cannot_vary_is_said_so() -> None:
+    """plan --set parallelism.tp=auto on plain DeepSpeed searches tp 1 alone: the summary and the
+    JSON say so (and why), rather than pass it off as a search of tp."""
+    spec = str(ROOT / "samples" / "deepspeed-zero3-llama2-7b.yaml")
+    text = runner.invoke(app, ["plan", spec, "--set", "parallelism.tp=auto", "--set", "parallelism.pp=auto"]).stdout
+    assert "note: parallelism.tp: auto searches 1 alone: plain DeepSpeed trains your script's model unsplit" in text
+    assert "note: parallelism.pp: auto searches 1 alone: DeepSpeed's pipeline engine is searched only from a " \
+        "list" in text
+    as_json = json.loads(runner.invoke(app, ["plan", spec, "--set", "parallelism.tp=auto", "-f", "json"]).stdout)
+    assert len(as_json["notes"]) == 1 and as_json["notes"][0].startswith("parallelism.tp: auto searches 1 alone")
+    megatron = json.loads(runner.invoke(app, ["plan", str(SAMPLE_405B), "-f", "json"]).stdout)
+    assert megatron["notes"] == []

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from generator.autoplan import cache
-from generator.autoplan.space import domains, placeholders, searched
+from generator.autoplan.space import domains, narrowed, placeholders, searched
 from generator.errors import UserError
 from generator.spec.load import Document, load_yaml
 from generator.spec.model import build_spec
@@ -51,8 +51,9 @@ def run_search(doc: Document, keep: int = 10,
 
     given = searched(doc.data)
     template = build_spec(Document(doc.file, placeholders(doc.data), doc.root, doc.digest))
-    return template, given, search(template, domains(given, template), keep,
-                                   margin=MARGIN if margin is None else margin)
+    result = search(template, domains(given, template), keep, margin=MARGIN if margin is None else margin)
+    result.notes = narrowed(given, template)
+    return template, given, result
 
 
 def choose(doc: Document) -> tuple[Document, AutoPlan]:

@@ -59,6 +59,7 @@ def summary(spec, result: Search) -> str:
              f"{_count(result.evaluated, 'candidate')} estimated (× recompute choices), "
              f"{_fit(result.fitting)}{_within(result)}; {result.seconds:.3f} s, "
              f"{result.per_second:,.0f} candidates/s"]
+    lines += [f"note: {note}" for note in result.notes]
     if result.refused:
         lines.append("refused by the calculator after estimating: " +
                      ", ".join(f"{code} {n}" for code, n in result.refused.items()))
@@ -187,4 +188,5 @@ def plan_json(spec, given: dict[str, Any], result: Search, missing: str | None) 
             "seconds": round(result.seconds, 4),
             "candidates_per_second": round(result.per_second),
             "ranked": [candidate_json(c) for c in result.ranked],
-            "why": why_best(result.ranked, result.fitting) or None, "nothing_fits": missing}
+            "why": why_best(result.ranked, result.fitting) or None, "nothing_fits": missing,
+            "notes": result.notes}

@@ -126,6 +126,7 @@ class Search:
     limit_gib: float | None = None  # what a fitting estimate stays within: the usable memory less the margin
     margin: float = MARGIN  # the fraction of the GPU's memory kept free of a fitting estimate
     margin_gib: float = 0.0  # that margin in GiB
+    notes: list[str] = field(default_factory=list)  # auto fields searched at one value (space.narrowed)
 
     @property
     def per_second(self) -> float:
