@@ -35,9 +35,9 @@ typer.core.TyperArgument.get_usage_pieces = _usage_pieces
 
 app = typer.Typer(
     name="gen-launch",
-    help="One YAML run spec -> one consistent plan -> DeepSpeed JSON, Megatron-LM arguments and "
-    "a Slurm sbatch script that agree by construction. `gen-launch SPEC` is short for "
-    "`gen-launch generate SPEC`.",
+    help="One YAML run spec -> one consistent plan -> DeepSpeed JSON, Megatron-LM arguments, "
+    "Hugging Face Trainer arguments, an accelerate config and a Slurm sbatch script that agree by "
+    "construction. `gen-launch SPEC` is short for `gen-launch generate SPEC`.",
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
@@ -125,7 +125,8 @@ def generate(
                      "auto-plan's choice); warnings and errors still print.")] = False,
     overrides: SetOption = None,
 ) -> None:
-    """Render the plan into ds_config.json, megatron_args.sh, launch.sbatch and plan.json."""
+    """Render the plan into ds_config.json, megatron_args.sh, trainer_args.sh,
+    accelerate_config.yaml and launch.sbatch (those the framework and launcher use) and plan.json."""
 
     if len(specs) > 1 and out is not None:
         typer.echo("--out takes one spec; several specs each go to launch/<name>/", err=True)
@@ -244,10 +245,14 @@ def plan_(
     top: Annotated[int, typer.Option("--top", min=1, help="How many ranked layouts to show.")] = 10,
     output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
     overrides: SetOption = None,
+    memory_margin: Annotated[float, typer.Option(  # the default: autoplan.search.MARGIN
+        "--memory-margin", metavar="PERCENT", min=0, max=50,
+        help="Memory kept free of every fitting layout's estimate, in % of the GPU's memory "
+             "(beyond cluster.memory_headroom_gib); generate's choice keeps the default.")] = 5.0,
 ) -> None:
     """Search the layouts the spec leaves to auto-plan (tp, pp, cp, ep, vpp, zero_stage,
     distributed_optimizer, micro_batch_size, recompute: auto or a list) and rank those that fit
-    by estimated step time. Exit 0, or 1 when nothing fits."""
+    (a margin free) by estimated step time. Exit 0, or 1 when nothing fits."""
 
     def run() -> int:
         # deferred: plan's search (numpy), imported when it runs (start-up)
@@ -259,7 +264,7 @@ def plan_(
         if doc.data.get("sweep"):
             raise UserError(f"{spec}: plan searches one spec; a sweep's points are each a spec "
                             "(gen-launch explain lists them)")
-        template, given, result = run_search(doc, keep=top)
+        template, given, result = run_search(doc, keep=top, margin=memory_margin / 100)
         missing = None if result.ranked else nothing_fits(template, given, result)
         if output_format is Format.json:
             typer.echo(json.dumps(plan_json(template, given, result, missing), indent=2,
@@ -270,8 +275,9 @@ def plan_(
                 lines.append("the spec fixes every layout field; give one (e.g. parallelism.tp: "
                              "auto) to search")
             if result.ranked:
+                other = f"generate keeps a 5 % margin, not {memory_margin:g} %: its choice may differ from #1"
                 lines += ["", table(result, top), "", why_best(result.ranked, result.fitting),
-                          "generate uses #1"]
+                          "generate uses #1" if memory_margin == 5.0 else other]
             else:
                 lines += ["", missing]
             sys.stdout.write("\n".join(lines) + "\n")

@@ -72,13 +72,12 @@ def explain_text(plan: Plan) -> str:
          f"  {plan.schedule.train_iters:,} steps, {plan.train_samples:,} samples × "
          f"{plan.model.seq_length} = ")
         + f"{plan.train_tokens:,} tokens ≈ {human(plan.train_tokens)}"
-        + (f" ({plan.train_samples:,} samples)" if plan.batch_ramp is None else ""),
-        f"  warmup {plan.schedule.warmup_iters:,} steps ({plan.warmup_samples:,} samples), then "
+        + (f" ({plan.train_samples:,} samples)" if plan.batch_ramp is None and plan.uses_megatron else ""),
+        f"  warmup {plan.schedule.warmup_iters:,} steps"
+        + (f" ({plan.warmup_samples:,} samples)" if plan.uses_megatron else "") + ", then "
         f"{t.decay} decay from lr {plan.lr:.4g} to {t.min_lr:g} at step {plan.schedule.train_iters:,}",
         *_ramp_lines(plan),
-        "  Megatron counts the schedule in "
-        + ("samples (--train-samples)" if plan.schedule.sample_based else "iterations (--train-iters)")
-        + ("; DeepSpeed in optimizer steps" if plan.uses_deepspeed else ""),
+        f"  {_counted_in(plan)}",
     ]
     lines += _estimates(plan)
     lines += _advice(plan)
@@ -87,6 +86,25 @@ def explain_text(plan: Plan) -> str:
     if plan.warnings:
         lines += ["", "Warnings", *(f"  - {warning}" for warning in plan.warnings)]
     return "\n".join(lines) + "\n"
+
+
+def _counted_in(plan: Plan) -> str:
+    """What counts the schedule: Megatron's samples or iterations, the Trainer's optimizer
+    steps, DeepSpeed's (its scheduler's) steps."""
+    if plan.uses_megatron:
+        unit = "samples (--train-samples)" if plan.schedule.sample_based else "iterations (--train-iters)"
+        return f"Megatron counts the schedule in {unit}" + \
+            ("; DeepSpeed in optimizer steps" if plan.uses_deepspeed else "")
+    if plan.uses_trainer:
+        return "the Trainer counts the schedule in optimizer steps (--max_steps, --warmup_steps)" + \
+            ("; ds_config.json's scheduler in the same steps" if plan.uses_deepspeed else "")
+    return "DeepSpeed counts the schedule in optimizer steps"
+
+
+def fine_tune(plan: Plan) -> bool:
+    """A run that starts from trained weights: checkpoint.finetune_from, or a Hugging Face
+    Trainer run (its from_pretrained loads the model's weights)."""
+    return plan.spec.checkpoint.finetune_from is not None or plan.uses_trainer
 
 
 def _model_lines(plan: Plan) -> list[str]:
@@ -121,12 +139,15 @@ def _model_lines(plan: Plan) -> list[str]:
 
 
 def _advice(plan: Plan) -> list[str]:
-    """Scaling-law advice, labelled; it never changes the plan."""
+    """Scaling-law advice, labelled; it never changes the plan. A fine-tune gets none of the
+    pre-training laws (their batch and learning rate are for training from scratch); no
+    advice, no header."""
     m = plan.model
-    laws = [deepseek_llm(m.num_layers, m.hidden_size, m.seq_length, plan.train_tokens)]
+    laws = [] if fine_tune(plan) else [deepseek_llm(m.num_layers, m.hidden_size, m.seq_length,
+                                                    plan.train_tokens)]
     if plan.spec.training.target_loss:
         laws.append(kaplan_critical_batch(plan.spec.training.target_loss))
-    lines = ["", "Advice (published laws and estimates; not applied to the plan)"]
+    lines = []
     for law in laws:
         parts = []
         if law.batch_tokens:
@@ -143,12 +164,12 @@ def _advice(plan: Plan) -> list[str]:
     micro = _largest_fitting_micro(plan)
     if micro is not None and micro != plan.micro_batch_size:
         per_rank = plan.global_batch_size // plan.dp
+        bubble = ", and fewer micro-batches widen the pipeline bubble" if plan.pp > 1 else ""
         lines.append(f"  micro batch: {micro} (accumulation {per_rank // micro}) is the largest that "
                      f"divides the batch and fits the estimate (now {plan.micro_batch_size}, "
                      f"accumulation {plan.gradient_accumulation_steps}); a larger micro batch runs "
-                     "bigger GEMMs but holds more activations, and fewer micro-batches widen the "
-                     "pipeline bubble")
-    return lines
+                     f"bigger GEMMs but holds more activations{bubble}")
+    return ["", "Advice (published laws and estimates; not applied to the plan)", *lines] if lines else []
 
 
 def _largest_fitting_micro(plan: Plan) -> int | None:
@@ -186,7 +207,8 @@ def _estimates(plan: Plan) -> list[str]:
     rows = [("weights", m.weights), ("gradients", m.gradients), ("optimizer states", m.optimizer),
             ("activations", m.activations), ("logits", m.logits),
             (f"allowance ({ALLOWANCE_FIXED_GIB:g} GiB + {ALLOWANCE_FRACTION:.0%})", m.other)]
-    lines = ["", f"Memory per GPU, most loaded ({m.stage}) pipeline stage ({e.params / 1e9:.2f}B parameters)"]
+    stage = f", most loaded ({m.stage}) pipeline stage" if plan.pp > 1 else ""
+    lines = ["", f"Memory per GPU{stage} ({e.params / 1e9:.2f}B parameters)"]
     lines += [f"  {name:28} {value / GIB:8.2f} GiB  {_bar(value / capacity)}" for name, value in rows]
     if m.capacity is None:
         lines.append(f"  {'total':28} {m.total / GIB:8.2f} GiB  (no capacity for this preset)")

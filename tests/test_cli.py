@@ -32,6 +32,17 @@ def test_help_lists_commands() -> None:
         assert command in result.stdout
 
 
+def test_help_names_every_file_generate_writes() -> None:
+    """The top-level help names each artifact generate can write (the Trainer's arguments and the
+    accelerate config were missing), and plan.json."""
+    from generator.render import ARTIFACTS, PLAN_FILE
+
+    text = " ".join(runner.invoke(app, ["--help"], terminal_width=400).stdout.split())
+    for name, _ in ARTIFACTS.values():
+        assert name in text, name
+    assert PLAN_FILE in text and "Hugging Face Trainer arguments, an accelerate config" in text
+
+
 @pytest.mark.parametrize("command", ["generate", "explain", "plan", "lint", "import", "resume-check",
                                      "schema", "rules"])
 def test_each_command_runs_alone_from_the_console_script(command: str, capsys, monkeypatch) -> None:
@@ -206,3 +217,54 @@ def test_every_dataclass_has_a_docstring() -> None:
                if isinstance(node, ast.ClassDef) and ast.get_docstring(node) is None
                and any("dataclass" in ast.unparse(d) for d in node.decorator_list)]
     assert not missing
+
+
+def _explained(tmp_path: Path, data: dict) -> str:
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    result = runner.invoke(app, ["explain", str(tmp_path / "spec.yaml")])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_explain_speaks_of_a_trainer_run_in_its_own_terms() -> None:
+    """A Trainer run has no pipeline and counts no samples: explain neither speaks of "the first
+    pipeline stage" nor of Megatron's counts, and a fine-tune gets no pre-training LR advice."""
+    text = runner.invoke(app, ["explain", str(ROOT / "samples" / "sft-llama3-8b-accelerate-zero3.yaml")]).stdout
+    schedule = text.split("Schedule")[1].split("\n\n")[0]
+    assert "samples" not in schedule and "Megatron" not in schedule
+    assert "the Trainer counts the schedule in optimizer steps (--max_steps, --warmup_steps)" in schedule
+    assert "Memory per GPU (8.03B parameters)" in text and "pipeline stage" not in text
+    assert "lr ≈" not in text and "DeepSeek LLM" not in text and "pipeline bubble" not in text
+
+
+def test_a_fine_tune_gets_no_pre_training_advice_and_no_empty_header(tmp_path: Path) -> None:
+    from .helpers import spec_dict
+
+    pretrain = _explained(tmp_path, spec_dict())
+    assert "lr ≈" in pretrain and "(first) pipeline stage" in pretrain
+    assert "(32,000 samples)" in pretrain and "Megatron counts the schedule in iterations" in pretrain
+    finetune = _explained(tmp_path, spec_dict(checkpoint={"dir": "/ckpt/ft", "finetune_from": "/ckpt/base"}))
+    assert "lr ≈" not in finetune and "DeepSeek LLM" not in finetune and "micro batch: 8" in finetune
+    # nothing to advise: no "Advice" header over nothing
+    quiet = _explained(tmp_path, spec_dict(checkpoint={"dir": "/ckpt/ft", "finetune_from": "/ckpt/base"},
+                                           batch={"micro_batch_size": 8, "gradient_accumulation_steps": 1}))
+    assert "Advice" not in quiet
+
+
+def test_cos_min_ratio_is_the_ratio_as_written_and_deepspeed_ends_at_min_lr(tmp_path: Path) -> None:
+    """ds_config.json's cos_min_ratio is min_lr / lr rounded once (0.1 for 2e-6 / 2e-5, not the
+    float division's 0.09999999999999999); DeepSpeed's own WarmupCosineLR, read from the file,
+    ends at min_lr (within one rounding of lr × ratio)."""
+    import math
+
+    out = tmp_path / "out"
+    sample = str(ROOT / "samples" / "sft-llama3-8b-accelerate-zero3.yaml")
+    assert runner.invoke(app, ["generate", sample, "--out", str(out)]).exit_code == 0
+    params = json.loads((out / "ds_config.json").read_text())["scheduler"]["params"]
+    assert params["cos_min_ratio"] == 0.1 and repr(params["cos_min_ratio"]) == "0.1"
+    torch = pytest.importorskip("torch")
+    lr_schedules = pytest.importorskip("deepspeed.runtime.lr_schedules")
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=2.0e-5)  # the spec's lr
+    scheduler = lr_schedules.WarmupCosineLR(optimizer, **params)
+    scheduler.step(params["total_num_steps"])
+    assert math.isclose(scheduler.get_lr()[0], 2.0e-6, rel_tol=1e-15)

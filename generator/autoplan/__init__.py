@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from generator.autoplan import cache
-from generator.autoplan.space import domains, placeholders, searched
+from generator.autoplan.space import domains, narrowed, placeholders, searched
 from generator.errors import UserError
 from generator.spec.load import Document, load_yaml
 from generator.spec.model import build_spec
@@ -37,16 +37,23 @@ class AutoPlan:
     def summary(self) -> str:
         chosen = ", ".join(f"{path.split('.')[1]} {str(v).lower() if isinstance(v, bool) else v}"
                            for path, v in self.chosen.items())
-        return f"chosen by auto-plan from {self.evaluated:,} candidates ({self.fitting:,} fit): {chosen}"
+        fit = f"{self.fitting:,} {'fits' if self.fitting == 1 else 'fit'}"
+        return f"chosen by auto-plan from {self.evaluated:,} candidates ({fit}): {chosen}"
 
 
-def run_search(doc: Document, keep: int = 10) -> tuple[Any, dict[str, Any], Search]:
-    """(template spec, {searched path: "auto" or list}, the search) for a spec with auto fields."""
-    from generator.autoplan.search import search  # deferred: numpy, only for a spec with fields to search
+def run_search(doc: Document, keep: int = 10,
+               margin: float | None = None) -> tuple[Any, dict[str, Any], Search]:
+    """(template spec, {searched path: "auto" or list}, the search) for a spec with auto fields;
+    ``margin``: the fraction of the GPU's memory a fitting layout leaves free (None: the
+    search's MARGIN, which generate's choice keeps)."""
+    # deferred: numpy, only for a spec with fields to search
+    from generator.autoplan.search import MARGIN, search
 
     given = searched(doc.data)
     template = build_spec(Document(doc.file, placeholders(doc.data), doc.root, doc.digest))
-    return template, given, search(template, domains(given, template), keep)
+    result = search(template, domains(given, template), keep, margin=MARGIN if margin is None else margin)
+    result.notes = narrowed(given, template)
+    return template, given, result
 
 
 def choose(doc: Document) -> tuple[Document, AutoPlan]:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from generator import presets
-from generator.autoplan.search import Candidate, Search, search
+from generator.autoplan.search import TIE, Candidate, Search, search
 from generator.autoplan.space import domains
 from generator.estimate.memory import GIB
 from generator.frameworks import framework_of
@@ -57,7 +57,9 @@ def summary(spec, result: Search) -> str:
              f"the structural rules (rejections by rule, "
              f"each pruning what lies below it: {rejected or 'none'}); "
              f"{_count(result.evaluated, 'candidate')} estimated (× recompute choices), "
-             f"{result.fitting:,} fit; {result.seconds:.3f} s, {result.per_second:,.0f} candidates/s"]
+             f"{_fit(result.fitting)}{_within(result)}; {result.seconds:.3f} s, "
+             f"{result.per_second:,.0f} candidates/s"]
+    lines += [f"note: {note}" for note in result.notes]
     if result.refused:
         lines.append("refused by the calculator after estimating: " +
                      ", ".join(f"{code} {n}" for code, n in result.refused.items()))
@@ -68,6 +70,20 @@ def _count(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
+def _fit(n: int, word: str = "") -> str:
+    """'1 fits', '2 fit', '1 layout fits', '2 layouts fit'."""
+    return f"{_count(n, word) if word else f'{n:,}'} {'fits' if n == 1 else 'fit'}"
+
+
+def _within(result: Search) -> str:
+    """' (within 75.6 GiB: 79.6 usable less a 4.0 GiB margin)', or '' without a known memory."""
+    if result.limit_gib is None:
+        return ""
+    usable = result.limit_gib + result.margin_gib
+    return (f" (within {result.limit_gib:.1f} GiB: {usable:.1f} usable less a {result.margin_gib:.1f} GiB "
+            f"margin of {result.margin * 100:g} %)")
+
+
 def why_best(ranked: list[Candidate], fitting: int = 1) -> str:
     """One sentence: what makes #1 faster than #2 (the step-time parts that differ most);
     ``fitting``: how many candidates fit (a row is a parallel layout at its best settings)."""
@@ -75,8 +91,9 @@ def why_best(ranked: list[Candidate], fitting: int = 1) -> str:
         return ""
     best = ranked[0]
     if len(ranked) == 1:
-        others = f"; the other {fitting - 1:,} candidates that fit are it with another micro batch, " \
-            "recompute or schedule" if fitting > 1 else ""
+        verbs = "fits is" if fitting == 2 else "fit are"
+        others = (f"; the other {_count(fitting - 1, 'candidate')} that {verbs} it with another micro "
+                  "batch, recompute or schedule") if fitting > 1 else ""
         return f"{layout_text(best)} is the only parallel layout that fits{others}"
     runner = ranked[1]
     headroom = (f"memory {best.memory.total / GIB:.1f} vs {runner.memory.total / GIB:.1f} GiB of "
@@ -88,9 +105,12 @@ def why_best(ranked: list[Candidate], fitting: int = 1) -> str:
                      for attr, label in _PARTS), key=lambda d: -abs(d[0]))
     parts = ", ".join(f"{label} {'−' if d > 0 else '+'}{abs(d):.3f} s" for d, label in deltas[:2]
                       if abs(d) >= 0.0005)
-    if gain <= 0:
+    if gain == 0:
         return (f"#1 ({layout_text(best)}) and #2 ({layout_text(runner)}) take the same step time; "
                 f"#1 leaves more memory free ({headroom})")
+    if gain < 0:  # within TIE of the fastest: the memory decides
+        return (f"#1 ({layout_text(best)}) is {-gain / runner.step_time * 100:.1f}% slower than #2 "
+                f"({layout_text(runner)}), within {TIE * 100:g}%, and leaves more memory free: {headroom}")
     return (f"#1 ({layout_text(best)}) is {gain / runner.step_time * 100:.1f}% faster than #2 "
             f"({layout_text(runner)}): {parts}; {headroom}")
 
@@ -110,7 +130,7 @@ def nothing_fits(spec, given: dict[str, Any], result: Search) -> str:
         return (f"auto-plan: no layout passes the structural rules (most often broken: {rejected}); "
                 "widen the searched values or change the fixed ones")
     s = result.smallest
-    lines.append(f"auto-plan: nothing fits in {(s.memory.capacity or 0) / GIB:.1f} GiB; the smallest "
+    lines.append(f"auto-plan: nothing fits in {result.limit_gib or 0:.1f} GiB{_margin(result)}; the smallest "
                  f"estimate is {s.memory.total / GIB:.1f} GiB ({layout_text(s)}; {s.memory.stage} "
                  f"pipeline stage): {breakdown(s)}")
     tries = [(f"{factor}× the nodes ({spec.cluster.nodes * factor})",
@@ -123,9 +143,9 @@ def nothing_fits(spec, given: dict[str, Any], result: Search) -> str:
               and gpu["vendor"] == current["vendor"]]
     would = []
     for label, changed in tries:
-        found = search(changed, domains(given, changed), keep=1)
+        found = search(changed, domains(given, changed), keep=1, margin=result.margin)
         if found.ranked:
-            would.append(f"{label}: {found.fitting:,} layouts fit, the best {layout_text(found.ranked[0])}")
+            would.append(f"{label}: {_fit(found.fitting, 'layout')}, the best {layout_text(found.ranked[0])}")
     sharding = "parallelism.distributed_optimizer" \
         if framework_of(spec.framework).sharding == "distributed_optimizer" \
         else "parallelism.zero_stage"
@@ -135,6 +155,13 @@ def nothing_fits(spec, given: dict[str, Any], result: Search) -> str:
         would.append("search more fields: set " + ", ".join(f"{p}: auto" for p in unsearched))
     lines.append("what would fit: " + ("; ".join(would) if would else "nothing tried fits"))
     return "\n".join(lines)
+
+
+def _margin(result: Search) -> str:
+    """' (80.0 less a 4.0 GiB margin)' when a margin is kept, else ''."""
+    if not result.margin_gib or result.limit_gib is None:
+        return ""
+    return f" ({result.limit_gib + result.margin_gib:.1f} less a {result.margin_gib:.1f} GiB margin)"
 
 
 def candidate_json(c: Candidate) -> dict[str, Any]:
@@ -155,8 +182,11 @@ def plan_json(spec, given: dict[str, Any], result: Search, missing: str | None) 
     return {"spec": spec.source, "name": spec.name, "searched": given,
             "layouts": result.layouts, "rejected_by_rule": dict(result.rejected),
             "candidates_evaluated": result.evaluated, "fitting": result.fitting,
+            "memory_limit_gib": None if result.limit_gib is None else round(result.limit_gib, 2),
+            "memory_margin_gib": round(result.margin_gib, 2),
             "refused_by_calculator": dict(result.refused),
             "seconds": round(result.seconds, 4),
             "candidates_per_second": round(result.per_second),
             "ranked": [candidate_json(c) for c in result.ranked],
-            "why": why_best(result.ranked, result.fitting) or None, "nothing_fits": missing}
+            "why": why_best(result.ranked, result.fitting) or None, "nothing_fits": missing,
+            "notes": result.notes}

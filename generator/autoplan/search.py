@@ -1,7 +1,13 @@
 """Exhaustive layout search: every combination of the searched values that the structural rules
 allow (the calculator's own rules, memoized per rule on the values each one reads), estimated
 with the memory and step-time models, ranked by step time and then memory headroom. The best
-candidates are resolved by the calculator before they are offered."""
+candidates are resolved by the calculator before they are offered.
+
+A layout fits when its estimate leaves a margin free (MARGIN of the GPU's memory by default,
+beyond cluster.memory_headroom_gib): the estimate is an estimate, and a layout at 99 % of the
+memory is one allocator fragment away from running out. Among the layouts within TIE of the
+fastest step time, the one with the most memory free comes first (up to COMFORT of the
+memory free; beyond that the faster): a 0.1 % faster step is not worth a run that may not start."""
 
 from __future__ import annotations
 
@@ -31,6 +37,9 @@ from generator.rules.megatron import uneven_split
 from generator.values import record
 
 SEARCH = "auto-plan"
+MARGIN = 0.05  # of the GPU's memory, kept free of a fitting layout's estimate (plan --memory-margin)
+TIE = 0.02  # step times within this fraction of the fastest count as equal: more memory free wins
+COMFORT = 0.25  # ... up to this fraction of the usable memory free; beyond it the faster wins
 # the facts a layout sets; everything else the rules read is fixed by the spec
 VARYING = ("tp", "pp", "cp", "ep", "etp", "vpp", "first_stage_layers", "last_stage_layers", "dp",
            "sequence_parallel", "micro_batch_size",
@@ -114,6 +123,10 @@ class Search:
     fitting: int = 0
     refused: Counter = field(default_factory=Counter)  # rule code -> fitting ones resolve refused
     seconds: float = 0.0
+    limit_gib: float | None = None  # what a fitting estimate stays within: the usable memory less the margin
+    margin: float = MARGIN  # the fraction of the GPU's memory kept free of a fitting estimate
+    margin_gib: float = 0.0  # that margin in GiB
+    notes: list[str] = field(default_factory=list)  # auto fields searched at one value (space.narrowed)
 
     @property
     def per_second(self) -> float:
@@ -181,15 +194,21 @@ def _terminal_progress(evaluated: int, seconds: float, done: bool) -> None:
     sys.stderr.flush()
 
 
-def search(spec, choices: dict[str, list], keep: int = 10, progress=_terminal_progress) -> Search:
+def search(spec, choices: dict[str, list], keep: int = 10, progress=_terminal_progress,
+           margin: float = MARGIN) -> Search:
     """Rank every layout of ``choices`` (from space.domains) for the template ``spec``; the
-    best ``keep`` that the calculator resolves are in ``ranked``. A search longer than
-    PROGRESS_AFTER_S reports ``progress(evaluated, seconds, done)`` every 2,000 candidates."""
+    best ``keep`` that the calculator resolves are in ``ranked``. A layout fits when its
+    estimate leaves ``margin`` (a fraction of the GPU's memory) free of the usable memory. A
+    search longer than PROGRESS_AFTER_S reports ``progress(evaluated, seconds, done)`` every
+    2,000 candidates."""
     start = time.perf_counter()
     reported = False
-    out = Search()
+    out = Search(margin=margin)
     gpu = _gpu(spec.cluster.gpu)
     capacity = usable_memory_gib(spec, gpu)
+    if capacity is not None:
+        out.margin_gib = margin * gpu["memory_gib"]
+        out.limit_gib = capacity - out.margin_gib
     hardware = hardware_of(gpu, spec.training.precision, spec.cluster.gpus_per_node)
     rules = _Rules(spec_facts(spec))
     if rules.fixed:
@@ -215,13 +234,11 @@ def search(spec, choices: dict[str, list], keep: int = 10, progress=_terminal_pr
 
     if rows:
         out.smallest = candidate(int(numpy.argmin(totals)))
-    fitting = numpy.flatnonzero(totals <= capacity * GIB) if capacity is not None else \
+    fitting = numpy.flatnonzero(totals <= out.limit_gib * GIB) if out.limit_gib is not None else \
         numpy.arange(len(totals))
     out.fitting = len(fitting)
-    headroom = (capacity or 0.0) * GIB - totals[fitting]
     seen: set[tuple] = set()
-    # fastest first, then the most headroom, then the order found
-    for i in fitting[numpy.lexsort((fitting, -headroom, steps[fitting]))]:
+    for i in _ranking(fitting, totals, steps, capacity):
         if len(out.ranked) == keep:
             break
         v = rows[i // len(recomputes)]
@@ -236,6 +253,19 @@ def search(spec, choices: dict[str, list], keep: int = 10, progress=_terminal_pr
             out.refused[error] += 1
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _ranking(fitting: numpy.ndarray, totals: numpy.ndarray, steps: numpy.ndarray,
+             usable_gib: float | None) -> numpy.ndarray:
+    """The fitting candidates best first: those within TIE of the fastest step time by the most
+    memory free (up to COMFORT of the usable memory: beyond it more is worth nothing, and the
+    faster wins), then the others fastest first (then the most memory free, then the order
+    found)."""
+    step, total = steps[fitting], totals[fitting]
+    tied = step <= (step.min() if len(step) else 0.0) * (1 + TIE)
+    usable = (usable_gib or 0.0) * GIB
+    short = numpy.maximum(COMFORT * usable - (usable - total), 0.0)  # free memory short of COMFORT
+    return fitting[numpy.lexsort((fitting, total, step, numpy.where(tied, short, 0.0), ~tied))]
 
 
 # what differs between the candidates estimated together as arrays: the numbers (each a column)

@@ -60,11 +60,53 @@ def placeholders(data: dict) -> dict:
 def domains(given: dict[str, Any], spec) -> dict[str, list]:
     """The values to try per field: "auto" -> the default range, a list -> the list, a field
     the spec fixes -> its one value (``spec`` is the template, fixed fields as given)."""
-    c, m, p, fw = spec.cluster, spec.model, spec.parallelism, framework_of(spec.framework)
+    default, p = _defaults(spec), spec.parallelism
+    fixed = {"tp": p.tp, "pp": p.pp, "cp": p.cp, "ep": p.ep, "vpp": p.vpp, "zero_stage": p.zero_stage,
+             "distributed_optimizer": p.distributed_optimizer,
+             "micro_batch_size": spec.batch.micro_batch_size, "recompute": spec.training.recompute}
+    out = {}
+    for key, (path, _) in FIELDS.items():
+        value = given.get(path)
+        out[key] = default[key] if value == "auto" else list(value) if isinstance(value, list) \
+            else [fixed[key]]
+    return out
+
+
+def narrowed(given: dict[str, Any], spec) -> list[str]:
+    """A note for each field left to auto whose range is one value (the framework cannot vary
+    it), so that a search of "tp: auto" on plain DeepSpeed does not pass for a search of tp."""
+    default, fw, m = _defaults(spec), framework_of(spec.framework), spec.model
+    # the framework's reason where it is the framework that narrows the range
+    why = {
+        "tp": fw.plain_deepspeed and f"plain {fw.title} trains your script's model unsplit (tensor "
+        "parallelism is Megatron's layers)",
+        "pp": fw.plain_deepspeed and f"{fw.title}'s pipeline engine is searched only from a list "
+        "(e.g. parallelism.pp: [1, 2, 4])",
+        "cp": fw.megatron_arguments and not fw.megatron_core and f"{fw.title} has no context parallelism",
+        "ep": not m.num_experts and "a dense model has no experts",
+        "vpp": not fw.megatron_core and f"{fw.title} has no interleaved (virtual pipeline) schedule",
+        "zero_stage": fw.sharding == "distributed_optimizer" and
+        f"{fw.title} shards with the distributed optimizer, not ZeRO stages",
+        "distributed_optimizer": fw.sharding != "distributed_optimizer" and
+        f"{fw.title} has no distributed optimizer (parallelism.zero_stage shards it)",
+    }
+    out = []
+    for key, (path, _) in FIELDS.items():
+        values = default[key]
+        if given.get(path) == "auto" and len(values) == 1 and values != ["auto"]:  # (vpp: per pp)
+            shown = "none" if values[0] is None else str(values[0]).lower()
+            reason = why.get(key) or "no other value fits this cluster, model and dialect"
+            out.append(f"{path}: auto searches {shown} alone: {reason}")
+    return out
+
+
+def _defaults(spec) -> dict[str, list]:
+    """Each field's range under "auto" for this spec's framework, cluster and model."""
+    c, m, fw = spec.cluster, spec.model, framework_of(spec.framework)
     world = c.nodes * c.gpus_per_node
     megatron = not fw.plain_deepspeed  # tensor and pipeline parallel layers
     reach = nvlink_gpus(presets.gpus().get(c.gpu, {}), c.gpus_per_node)
-    default = {
+    return {
         # within an NVLink domain (up to 8 where it spans nodes); DeepSpeed has no tp
         "tp": [d for d in divisors(reach) if d <= max(c.gpus_per_node, 8)] if megatron else [1],
         # pp dividing the world, at most the layers; DeepSpeed's pipeline engine only when listed
@@ -78,15 +120,6 @@ def domains(given: dict[str, Any], spec) -> dict[str, list]:
         "micro_batch_size": list(MICRO_BATCHES),
         "recompute": expressible(spec, "recompute", ["none", "selective", "full"]),
     }
-    fixed = {"tp": p.tp, "pp": p.pp, "cp": p.cp, "ep": p.ep, "vpp": p.vpp, "zero_stage": p.zero_stage,
-             "distributed_optimizer": p.distributed_optimizer,
-             "micro_batch_size": spec.batch.micro_batch_size, "recompute": spec.training.recompute}
-    out = {}
-    for key, (path, _) in FIELDS.items():
-        value = given.get(path)
-        out[key] = default[key] if value == "auto" else list(value) if isinstance(value, list) \
-            else [fixed[key]]
-    return out
 
 
 def expressible(spec, name: str, values: list) -> list:

@@ -152,8 +152,11 @@ class Plan:
 
     @property
     def min_lr_ratio(self) -> float:
-        """min_lr / lr, the form DeepSpeed's WarmupCosineLR takes (cos_min_ratio)."""
-        return self.spec.training.min_lr / self.lr
+        """min_lr / lr, the form DeepSpeed's WarmupCosineLR takes (cos_min_ratio): the exact ratio
+        of the two values as written (their shortest decimal forms), rounded once to a float, so
+        2e-6 / 2e-5 is 0.1, not the float division's 0.09999999999999999. DeepSpeed multiplies it
+        back (lr × cos_min_ratio), which gives min_lr within one rounding either way."""
+        return float(Fraction(repr(self.spec.training.min_lr)) / Fraction(repr(self.lr)))
 
     @property
     def log_dirs(self) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from generator.frameworks import framework_of
 from generator.rules.registry import rule
-from generator.rules.suggest import divisors, nearest_multiples, or_list
+from generator.rules.suggest import divisors, nearest_multiples, or_list, world_alternatives
 
 
 def micro_alternatives(global_batch_size: int, micro_batch_size: int, dp: int) -> list[str]:
@@ -77,26 +77,27 @@ def global_not_divisible(global_batch_size: int, dp: int, micro_batch_size: int 
 @rule("GL003", "world-not-divisible",
       "The world size must be divisible by tp × pp × cp, and with experts by etp × ep × pp.")
 def world_not_divisible(world_size: int, tp: int, pp: int, cp: int, ep: int | None = None,
-                        etp: int | None = None) -> str | None:
+                        etp: int | None = None, procs_per_node: int | None = None) -> str | None:
     """Megatron computes dp = world / (tp × pp × cp) and asserts the division is exact (``world size
     (W) is not divisible by total_model_size``); megatron-core builds expert data-parallel
     groups of world / (etp × ep × pp) (parallel folding, core ≥ 0.10) and raises ``world_size
     (W) is not divisible by expert_tensor_model_pipeline_parallel size (N)``; EP need not divide
-    dp. Fix: change the node count or the parallel sizes.
+    dp. Fix: change the node count (the nearest counts that fit are suggested, in whole nodes
+    where the GPUs per node are known) or the parallel sizes.
 
-    Example: tp 8 × pp 2 = 16 on 3 nodes × 8 GPUs = 24; experts: etp 1 × ep 8 × pp 4 = 32 on 8
-    GPUs."""
+    Example: tp 8 × pp 2 = 16 on 3 nodes × 8 GPUs = 24 (use 2 or 4 nodes); experts: etp 1 ×
+    ep 8 × pp 4 = 32 on 8 GPUs."""
     model = tp * pp * cp
     if world_size % model:
         return (f"world size {world_size} is not divisible by tp {tp} × pp {pp} × cp {cp} = "
-                f"{model}; use a world of {or_list(nearest_multiples(world_size, model))} GPUs, or "
+                f"{model}; use {world_alternatives(world_size, model, procs_per_node)}, or "
                 f"parallel sizes whose product divides {world_size}")
     ep, etp = ep or 1, etp or tp
     grid = etp * ep * pp
     if ep == 1 or world_size % grid == 0:
         return None
     return (f"world size {world_size} is not divisible by etp {etp} × ep {ep} × pp {pp} = {grid} "
-            f"(the expert grid); use a world of {or_list(nearest_multiples(world_size, grid))} GPUs "
+            f"(the expert grid); use {world_alternatives(world_size, grid, procs_per_node)} "
             "or a smaller ep")
 
 

@@ -11,6 +11,7 @@ from generator.dialects.keyed import keyed_dialect
 from generator.dialects.script_parser import ScriptParser
 from generator.frameworks import framework_of
 from generator.rules.registry import rule
+from generator.rules.suggest import ramp_alternative
 
 
 @rule("GL004", "deepspeed-megatron-disagree",
@@ -65,25 +66,39 @@ def allocation(launcher: str, sbatch_nodes: int | None = None, launcher_nodes: i
 @rule("GL006", "rampup-not-divisible",
       "Every batch size of a ramp-up must be a multiple of micro × dp and reach the global batch.")
 def rampup(rampup: tuple, global_batch_size: int, micro_batch_size: int | None = None,
-           dp: int | None = None) -> str | None:
+           dp: int | None = None, spec: str | None = None) -> str | None:
     """Megatron's ramp-up calculator (≤ core 0.17) asserts ``expected global batch size interval (G−S)
     to be divisible by global batch size increment (I)``, and each step of the ramp checks
     ``current global batch size ... is not divisible by micro-batch-size ... times data parallel
-    size``. Fix: start and increment multiples of micro × dp.
+    size``. Fix: start and increment multiples of micro × dp, the increment a divisor of G − S
+    (the nearest such ramp is suggested: batch.rampup in a spec, --rampup-batch-size in a script).
 
     Example: --rampup-batch-size 16 16 5000000 with micro 1 on dp 64: 16 is not a multiple of
-    64."""
-    start, increment, _samples = rampup
+    64 (use --rampup-batch-size 64 64 5000000)."""
+    start, increment, samples = rampup
+    name = "batch.rampup" if spec else "--rampup-batch-size"
+    step = micro_batch_size * dp if micro_batch_size and dp else 1
     if increment <= 0 or (global_batch_size - start) % increment:
-        return (f"--rampup-batch-size: global batch {global_batch_size} − start {start} = "
-                f"{global_batch_size - start} is not divisible by the increment {increment}")
-    if micro_batch_size and dp:
-        step = micro_batch_size * dp
-        for name, value in (("start", start), ("increment", increment)):
+        problem = (f"global batch {global_batch_size} − start {start} = {global_batch_size - start} is "
+                   f"not divisible by the increment {increment}")
+        return f"{name}: {problem}{_ramp_fix(start, increment, samples, global_batch_size, step, spec)}"
+    if step > 1:
+        for label, value in (("start", start), ("increment", increment)):
             if value % step:
-                return (f"--rampup-batch-size {name} {value} is not divisible by micro "
-                        f"{micro_batch_size} × dp {dp} = {step}")
+                return (f"{name} {label} {value} is not divisible by micro {micro_batch_size} × dp {dp} = "
+                        f"{step}{_ramp_fix(start, increment, samples, global_batch_size, step, spec)}")
     return None
+
+
+def _ramp_fix(start: int, increment: int, samples: int, global_batch_size: int, step: int,
+              spec: str | None) -> str:
+    """'; use <the nearest valid ramp>' as the spec or the script writes it ('' when none)."""
+    fixed = ramp_alternative(start, max(increment, 1), global_batch_size, step)
+    if fixed is None:
+        return ""
+    if spec:
+        return f"; use batch.rampup {{start: {fixed[0]}, increment: {fixed[1]}, samples: {samples}}}"
+    return f"; use --rampup-batch-size {fixed[0]} {fixed[1]} {samples}"
 
 
 @rule("GL007", "rampup-or-schedule-conflict",
