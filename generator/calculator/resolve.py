@@ -84,6 +84,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
         "ascend": (gpu["vendor"] == "huawei", "cluster.gpu"),
         "gpu": (c.gpu, "cluster.gpu"),
         "world_size": (c.nodes * c.gpus_per_node, "cluster.nodes"),
+        "procs_per_node": (c.gpus_per_node, "cluster.gpus_per_node"),  # GL003's worlds in whole nodes
         "etp": (p.etp or p.tp, "parallelism.etp" if p.etp else "parallelism.tp"),
         "dp_given": (p.dp, "parallelism.dp"),
         "zero_offload": (p.zero_offload, "parallelism.zero_offload"),
