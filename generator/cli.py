@@ -192,7 +192,8 @@ def _check(folder: Path, expected: dict[str, str], show_diff: bool, extras: bool
 
 
 def _write(folder: Path, files: dict[str, str]) -> None:
-    from generator.artifacts import write_files  # all or nothing: staged beside the folder
+    # deferred: generate's writing (all or nothing, staged beside the folder), imported when it runs
+    from generator.artifacts import write_files
 
     try:
         for path in write_files(folder, files):

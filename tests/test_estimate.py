@@ -590,7 +590,7 @@ PLAIN_SAMPLES = [s for s in SAMPLES if "sweep" not in load_spec(s).doc.data]  # 
 @pytest.mark.parametrize("sample", PLAIN_SAMPLES, ids=[s.stem for s in PLAIN_SAMPLES])
 def test_explain_shows_estimates_for_every_sample(sample: Path) -> None:
     text = runner.invoke(app, ["explain", str(sample)]).stdout
-    assert "Memory per GPU, most loaded" in text and "total" in text
+    assert "Memory per GPU" in text and "total" in text  # (the most loaded stage named with pp > 1)
     payload = json.loads(runner.invoke(app, ["explain", str(sample), "--format", "json"]).stdout)
     memory_keys = {"weights_gib", "gradients_gib", "optimizer_gib", "activations_gib", "other_gib",
                    "total_gib", "capacity_gib", "fits"}

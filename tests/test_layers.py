@@ -21,11 +21,12 @@ PACKAGE = ROOT / "generator"
 # lowest first; each entry is a package (a folder) or a module of generator/
 LAYERS: tuple[tuple[str, ...], ...] = (
     # leaf helpers: they import nothing of generator's (generator is __init__'s __version__)
-    ("generator", "generator.values", "generator.units", "generator.errors", "generator.resources",
-     "generator.readfile"),
+    ("generator", "generator.values", "generator.units", "generator.errors", "generator.resources"),
     # leaf helpers over those: the data files (read through resources), shell words (ShellRef is
-    # a @value), the estimate's number-or-array operations, the framework and dialect records
-    ("generator.presets", "generator.data", "generator.shell", "generator.vectors", "generator.frameworks"),
+    # a @value), the estimate's number-or-array operations, the framework and dialect records,
+    # bounded file reading (its refusals are located errors)
+    ("generator.presets", "generator.data", "generator.shell", "generator.vectors", "generator.frameworks",
+     "generator.readfile"),
     ("generator.spec",),
     ("generator.dialects",),
     ("generator.plan",),

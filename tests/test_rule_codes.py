@@ -67,10 +67,12 @@ def test_the_table_lists_the_rules_in_its_order_and_looks_codes_up() -> None:
 
 
 def test_explaining_one_rule_loads_its_module_alone() -> None:
-    """`gen-launch rules GL004` imports rules/launch.py and no other rule module."""
+    """`gen-launch rules GL004` imports rules/launch.py and no other rule module (the registry,
+    the codes table and the suggestions' helpers aside)."""
     probe = ("import sys\nfrom typer.testing import CliRunner\nfrom generator.cli import app\n"
              "result = CliRunner().invoke(app, ['rules', 'GL004'])\n"
              "assert result.exit_code == 0 and 'deepspeed-megatron-disagree' in result.stdout\n"
              "print(sorted(m for m in sys.modules if m.startswith('generator.rules.')))\n")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['generator.rules.codes', 'generator.rules.launch', 'generator.rules.registry']"
+    assert out.stdout.strip() == ("['generator.rules.codes', 'generator.rules.launch', 'generator.rules.registry', "
+                                  "'generator.rules.suggest']")
