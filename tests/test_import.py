@@ -424,3 +424,46 @@ def test_import_reads_the_architecture_of_2025_models(script: str, want: dict) -
             assert model[key] == (tuple(value) if isinstance(value, list) else value), (key, model.get(key))
     if script.startswith("gpt_oss"):  # the shape and the architecture are the release's
         assert given["preset"] == "gpt-oss-20b" and "window_size" not in given, given
+
+
+def _additions(imported) -> list[str]:
+    return [note for note in imported.draft.notes if note.startswith(("generate adds", "generate chains"))]
+
+
+def test_what_generate_adds_to_a_hand_written_script_is_noted(tmp_path: Path) -> None:
+    """A Megatron-LM script without the overlap flags, saving to a checkpoint folder under a time
+    limit and not chaining itself: the import names each flag and behaviour the regenerated files
+    would add (in the spec's header); the same script with the flags and a chain gets none."""
+    script = tmp_path / "plain.sh"
+    script.write_text(LLAMA31_SCRIPT.replace("#SBATCH --gpus-per-node=8", "#SBATCH --gpus-per-node=8\n#SBATCH --time=01:00:00")
+                      .replace("--bf16)", "--bf16 --use-distributed-optimizer --save /ck --load /ck --save-interval 100)"))
+    imported = import_paths([script])
+    notes = _additions(imported)
+    for flag in ("--overlap-grad-reduce", "--overlap-param-gather", "--exit-duration-in-mins", "a chain of jobs"):
+        assert any(flag in note for note in notes), (flag, notes)
+    assert all(f"# note: {note}" in imported.text for note in notes)
+    assert "slurm.time (01:00:00)" in notes[-1]
+    script.write_text(script.read_text()
+                      .replace("--bf16 ", "--bf16 --overlap-grad-reduce --overlap-param-gather --exit-duration-in-mins 50 ")
+                      .replace("srun torchrun", 'sbatch --dependency="afterany:$SLURM_JOB_ID" "$0"\nsrun torchrun'))
+    assert _additions(import_paths([script])) == []
+
+
+def test_a_generated_chain_imports_without_additions(tmp_path: Path) -> None:
+    """Files gen-launch wrote (a run longer than slurm.time: the exit and the chain) already do
+    what their spec generates: the complete spec resolves, and nothing is noted as added."""
+    data = yaml.safe_load((ROOT / "samples" / "llama3-8b-pretrain.yaml").read_text())
+    data["slurm"]["time"] = "02:00:00"
+    data.setdefault("checkpoint", {})["dir"] = "/ck"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    files = spec_files(load_spec(spec))[0]
+    assert "--exit-duration-in-mins" in files["megatron_args.sh"] and "--dependency=singleton" in files["launch.sbatch"]
+    _write(tmp_path / "out", files)
+    imported = import_paths([tmp_path / "out"])
+    assert _additions(imported) == []
+    (tmp_path / "out" / "launch.sbatch").write_text(re.sub(r"--dependency=\S+", "", files["launch.sbatch"]))
+    (tmp_path / "out" / "megatron_args.sh").write_text(re.sub(r"\n *--exit-duration-in-mins \S+", "",
+                                                              files["megatron_args.sh"]))
+    notes = _additions(import_paths([tmp_path / "out"]))
+    assert len(notes) == 2 and "--exit-duration-in-mins" in notes[0] and "chains launch.sbatch over" in notes[1], notes

@@ -1,6 +1,7 @@
 """Oracle: the Hugging Face Trainer's own argument parser (transformers' HfArgumentParser over
 TrainingArguments) accepts every generated trainer_args.sh with the plan's batch and schedule;
-TRL's SFTConfig fields (--packing, --padding_free) are the only words it leaves over."""
+TRL's SFTConfig fields (--packing, --padding_free) and the entry point's own arguments (the
+model's name, its length) are the only words it leaves over."""
 
 from __future__ import annotations
 
@@ -18,6 +19,15 @@ from .helpers import plan_of, spec_dict
 
 pytestmark = pytest.mark.oracle
 TRAINER_SAMPLES = [s for s in SAMPLES if resolve(load_spec(s)).uses_trainer]
+
+
+_OWN = "# the entry point's own arguments"
+
+
+def _own(text: str) -> list[str]:
+    """The words under trainer_args.sh's group of the entry point's own arguments."""
+    return shlex.split(text.split(_OWN, 1)[1].split("\n", 1)[1].rsplit(")", 1)[0], comments=True) \
+        if _OWN in text else []
 
 
 def _words(text: str) -> list[str]:
@@ -39,8 +49,11 @@ def _check(plan, tmp_path: Path, monkeypatch) -> None:
     import os
 
     monkeypatch.delenv("FSDP_CPU_RAM_EFFICIENT_LOADING", raising=False)
-    args, rest = _parse(_words(render(plan, "trainer")), tmp_path, monkeypatch)
-    assert rest == (["--packing", "--padding_free"] if plan.spec.data.packing else []), rest
+    text = render(plan, "trainer")
+    args, rest = _parse(_words(text), tmp_path, monkeypatch)
+    # the entry point's own arguments (TRL's --max_length, the model's name) are its parser's
+    own = _own(text)
+    assert rest == (["--packing", "--padding_free"] if plan.spec.data.packing else []) + own, rest
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps * plan.world_size \
         == plan.global_batch_size
     assert (args.per_device_train_batch_size, args.max_steps, args.warmup_steps) == \
@@ -73,9 +86,9 @@ def test_variants_accepted_by_the_trainer(overrides: dict, tmp_path: Path, monke
 
 
 def test_the_trainer_parser_refuses_a_typo(tmp_path: Path, monkeypatch) -> None:
-    words = _words(render(resolve(load_spec(TRAINER_SAMPLES[0])), "trainer"))
-    _, rest = _parse([*words, "--per_device_train_batchsize", "2"], tmp_path, monkeypatch)
-    assert rest == ["--per_device_train_batchsize", "2"]
+    text = render(resolve(load_spec(TRAINER_SAMPLES[0])), "trainer")
+    _, rest = _parse([*_words(text), "--per_device_train_batchsize", "2"], tmp_path, monkeypatch)
+    assert rest == [*_own(text), "--per_device_train_batchsize", "2"]
 
 
 def test_trainer_fills_exactly_the_keys_gl101_allows(tmp_path: Path) -> None:
@@ -139,3 +152,27 @@ def test_the_trainer_takes_the_checkpoint_eval_and_wandb_sections(tmp_path: Path
     assert (str(args.eval_strategy.value), args.eval_steps, args.save_total_limit) == ("steps", 500, 2)
     assert (args.report_to, args.run_name) == (["wandb"], "sft-1")
     assert "\nexport WANDB_PROJECT=sft-runs\n" in text + "\n"
+
+
+@pytest.mark.parametrize(("entrypoint", "extra", "want"), [
+    ("trl/scripts/sft.py", [], ["--model_name_or_path", "meta-llama/Meta-Llama-3-8B", "--max_length", "4096"]),
+    ("trl sft", ["--model_name_or_path", "/models/mine"], ["--max_length", "4096"]),
+    ("run_clm.py", [], ["--model_name_or_path", "meta-llama/Meta-Llama-3-8B", "--block_size", "4096"]),
+    ("llamafactory-cli train", ["--cutoff_len", "2048"], ["--model_name_or_path", "meta-llama/Meta-Llama-3-8B"]),
+    ("my_train.py", [], []),
+])
+def test_a_known_entry_point_gets_the_model_and_its_length(entrypoint: str, extra: list, want: list,
+                                                            tmp_path: Path, monkeypatch) -> None:
+    """A Trainer entry point gen-launch knows gets the preset's Hugging Face repo and
+    model.seq_length in its own spelling (not twice where launch.extra_args gives one); the
+    Trainer's parser leaves exactly those over; any other entry point gets a note instead."""
+    plan = plan_of(tmp_path, spec_dict(framework="fsdp", model={"preset": "llama3-8b", "seq_length": 4096},
+                                       launch={"launcher": "torchrun", "entrypoint": entrypoint, "extra_args": extra},
+                                       parallelism={"tp": 1, "pp": 1, "zero_stage": 3}))
+    text = render(plan, "trainer")
+    own = _own(text)
+    assert own == want
+    assert ("do not reach" in text) == (entrypoint == "my_train.py")
+    if entrypoint == "my_train.py":
+        assert "launch.extra_args" in text and "--model_name_or_path" not in _words(text)
+    _check(plan, tmp_path, monkeypatch)

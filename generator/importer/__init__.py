@@ -18,6 +18,7 @@ from generator.calculator.dialect import split_argv
 from generator.dialects import dialect
 from generator.errors import UserError, UserErrors
 from generator.frameworks import ARGUMENT_DIALECTS, FRAMEWORKS, argument_dialect, framework_of, on_vendor
+from generator.importer.additions import chains_itself, note_additions
 from generator.importer.deepspeed import read_deepspeed
 from generator.importer.draft import MARK, Draft, RuntimeWord, spec_word, to_yaml
 from generator.importer.hf_config import hf_draft, looks_like_hf_config
@@ -70,7 +71,7 @@ def import_paths(paths: list[Path]) -> Imported:
                         "point folder")
     run = runs[0]
     plan = _plan_json(run.name, texts, extra)
-    draft = build_draft(run, plan)
+    draft = build_draft(run, plan, chains_itself(texts.get(run.name) or ""))
     sources = [run.name] + ([plan[0]] if plan else [])
     header = [f"Imported by gen-launch {__version__} from {', '.join(sources)}.",
               f'Lines marked "{MARK}" were not (fully) determined by the files: check them.']
@@ -102,7 +103,8 @@ def _hf_config(paths: list[Path]) -> Imported | None:
     return Imported(to_yaml(draft, spec_schema(), header), draft, [source])
 
 
-def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
+def build_draft(run: Run, plan: tuple[str, dict] | None, chains: bool = False) -> Draft:
+    """The spec the run's files imply; ``chains``: its script submits the next job itself."""
     facts = run.facts
     draft = Draft()
     framework = facts["framework"].value if "framework" in facts else (
@@ -114,6 +116,8 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
         draft.set("framework", framework)
     record = framework_of(framework)
     words = _entry_words(facts)
+    given = {w.split("=", 1)[0] for w in words if w and w.startswith("--")}
+    megatron_table = None
     # Megatron and Trainer flags map to spec fields; a plain DeepSpeed script's arguments are its own
     ascend = "ascend" in facts and facts["ascend"].value
     trainer = "trainer" in facts and facts["trainer"].value is True
@@ -128,7 +132,8 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
         name = on_vendor(found or argument_dialect(framework, None, None).name, "huawei" if ascend else None)
         if ARGUMENT_DIALECTS[name].fork is not None:
             draft.set("megatron.fork", ARGUMENT_DIALECTS[name].fork)
-        extra = read_megatron(words, draft, dialect(name))
+        megatron_table = dialect(name)
+        extra = read_megatron(words, draft, megatron_table)
         _unknown_options(extra, dialect(name), draft)
     nodes = facts["nodes"].value if "nodes" in facts else None
     read_accelerate(facts, draft, nodes)
@@ -157,6 +162,8 @@ def build_draft(run: Run, plan: tuple[str, dict] | None) -> Draft:
     _batch(draft, framework)
     _required(draft)
     _drop_defaults(draft)
+    if facts:
+        note_additions(draft, given, megatron_table, framework, chains, spec_schema())
     return draft
 
 

@@ -26,8 +26,9 @@ _FIELDS = tuple(sorted(fields_of(Model, group=("shape", "architecture", "moe")),
 def read_model(draft: Draft, plan_model: dict[str, Any]) -> None:
     given = {k: draft.values.pop(f"model.{k}") for k in _FIELDS if f"model.{k}" in draft.values}
     unknown = {k: draft.marks.pop(f"model.{k}") for k in _FIELDS if f"model.{k}" in draft.marks}
-    if plan_model and not any(k in given for k in REQUIRED):
-        given = {k: plan_model[k] for k in _FIELDS if plan_model.get(k) is not None}
+    if plan_model and not any(k in given for k in REQUIRED if k != "seq_length"):
+        # (a Trainer's entry point gives the sequence length alone: --max_length, --block_size)
+        given = {**{k: plan_model[k] for k in _FIELDS if plan_model.get(k) is not None}, **given}
         unknown = {}
     vocab_known = given.get("vocab_size") or plan_model.get("vocab_size")
     missing = [k for k in REQUIRED if k not in given]

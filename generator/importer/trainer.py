@@ -16,7 +16,7 @@ from generator.importer.megatron import (
     read_entries,
     set_adam_betas,
     shortest_fraction,
-    split_arguments,
+    split_words,
 )
 from generator.rules import Fact
 
@@ -27,7 +27,9 @@ _CHECKPOINTING = ("activation checkpointing is on; the Trainer checkpoints whole
 def read_trainer(words: list[str | None], draft: Draft) -> list[str | None]:
     """Spec values from the Trainer's arguments; returns the words left for extra_args."""
     d = dialect("trainer")
-    known, extra = split_arguments(words, d)
+    # the entry point's model name stays as the script gives it (extra_args), where it is
+    kept = {e.flag for e in d.entries if e.spec is None and "entry_point" in (e.only or {})}
+    known, extra = split_words(words, {e.flag: e.arity for e in d.entries if e.flag not in kept})
     for path, value in framework_defaults(d).items():
         draft.set(path, value)
     read_entries(known, draft, d, extra)

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from generator import presets
-from generator.dialects import spec_field_names
+from generator.dialects import dialect, spec_field_names
 from generator.dialects.arguments import run_io_fields
 from generator.dialects.keyed import keyed_dialect
 
@@ -302,6 +302,44 @@ def _yarn_values(yarn, mla: bool) -> dict[str, Any]:
             "yarn_unrounded": not yarn.truncate}
 
 
+def entry_point_name(entrypoint: str) -> str:
+    """How the Trainer table's `only: {entry_point: [...]}` names an entry point: its script's
+    file name (trl/scripts/sft.py: sft.py), or a command's first two words (trl sft)."""
+    words = entrypoint.split()
+    if not words:
+        return ""
+    first = words[0].rsplit("/", 1)[-1]
+    return first if first.endswith(".py") or len(words) == 1 else f"{first} {words[1]}"
+
+
+def known_entry_points() -> frozenset[str]:
+    """The entry points whose own arguments the Trainer table writes (the model, its length)."""
+    return frozenset(name for e in dialect("trainer").entries
+                     for name in (e.only or {}).get("entry_point", ()))
+
+
+def hf_repo(model) -> str | None:
+    """The preset's Hugging Face repo id (published.source where it is one: owner/name, no
+    spaces; a paper citation is not), None for a model without a preset or a released checkpoint."""
+    source = ((presets.models().get(model.preset) or {}).get("published") or {}).get("source") \
+        if model.preset else None
+    ok = isinstance(source, str) and source.count("/") == 1 and not any(c.isspace() for c in source)
+    return source if ok else None
+
+
+def _entry_point_values(s) -> dict[str, Any]:
+    """The entry point's own arguments (trainer.yaml's last group): its name, the preset's
+    Hugging Face repo and the sequence length; a value launch.extra_args already gives is not
+    written twice (the entry point's parser would take the later one)."""
+    given = {w.split("=", 1)[0] for w in s.launch.extra_args if isinstance(w, str) and w.startswith("--")}
+    name = entry_point_name(s.launch.entrypoint)
+    length_flags = {"--max_length", "--max_seq_length", "--block_size", "--cutoff_len"}
+    return {"entry_point": name,
+            "hf_model": None if "--model_name_or_path" in given else hf_repo(s.model),
+            "seq_length": None if given & length_flags else s.model.seq_length,
+            "entry_point_known": name in known_entry_points()}
+
+
 def trainer_values(plan) -> dict[str, Any]:
     """The values the Trainer's arguments carry, under the names of trainer.yaml."""
     t, s = plan.spec.training, plan.spec
@@ -328,6 +366,7 @@ def trainer_values(plan) -> dict[str, Any]:
         "gradient_checkpointing": t.recompute != "none" and not fsdp_sharded,
         **spec_field_values(s),
         **_trainer_run_io(s),
+        **_entry_point_values(s),
         # for the comments only
         "global": plan.global_batch_size, "accumulation": plan.gradient_accumulation_steps,
         "dp": plan.dp, "steps": plan.schedule.train_iters, "warmup_steps": plan.schedule.warmup_iters,

@@ -26,4 +26,6 @@ TRAINER_ARGS=(
   --output_dir /checkpoints/sft-llama3-8b
   --save_strategy steps
   --save_steps 500
+  # the entry point's own arguments (not TrainingArguments): the model and its sequence length
+  --max_length 4096
 )
