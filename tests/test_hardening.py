@@ -550,3 +550,22 @@ def test_an_sbatch_count_of_zero_is_a_note_not_a_crash(option: str, tmp_path: Pa
     header = re.sub(f"{option}=[0-9]+", f"{option}=0", HEADER)
     assert_a_note_not_a_crash(tmp_path, f"{header}srun {ENTRY} {args}\n")
 
+
+@pytest.mark.parametrize(("plan", "fragment"), [
+    ('{"spec": "spec.yaml", "pad": "' + "x" * (5 << 20) + '"}', "more than 4,194,304 bytes"),
+    ('{"spec": ' + "1" * 5000 + "}", "a number of 5,000 digits"),
+    ('{"spec": "spec.yaml",', "plan.json:2:1: not JSON"),
+    ('["spec.yaml"]', 'no "spec" names one'),
+], ids=["large", "digits", "broken", "list"])
+def test_generate_check_reads_a_plan_json_as_untrusted_input(plan: str, fragment: str, tmp_path: Path) -> None:
+    """generate --check on a generated file finds its spec in the plan.json above it: that file
+    is read bounded, as resume-check reads it (it was read whole, its numbers parsed whole); what
+    cannot be read is a note that says why, the file not checked."""
+    folder = tmp_path / "launch" / "run"
+    folder.mkdir(parents=True)
+    write(folder, "# generated\n", "megatron_args.sh")
+    write(folder, plan + "\n", "plan.json")
+    code, out, stderr = gen_launch("generate", "--check", "launch/run/megatron_args.sh", cwd=tmp_path)
+    assert "internal error" not in stderr and "Traceback" not in stderr, stderr
+    assert "launch/run/megatron_args.sh: no plan.json beside it names a spec (" in stderr, stderr
+    assert fragment in stderr, stderr
