@@ -4,11 +4,13 @@ a missing one, an extra one) and what the golden-file tests assert. Nothing is w
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import field
 from pathlib import Path
 
+from generator.errors import UserError
 from generator.lint.discover import looks_like_spec, read_text
+from generator.readfile import read_json
+from generator.resume import MAX_PLAN_BYTES
 from generator.values import record
 
 
@@ -66,13 +68,23 @@ def specs_of(paths: list[Path]) -> tuple[list[Path], list[str]]:
         else:
             plan = next((d / "plan.json" for d in (path.parent, *path.parent.parents)
                          if (d / "plan.json").is_file()), None)
-            try:
-                spec = Path(json.loads(plan.read_text(encoding="utf-8"))["spec"]) if plan else None
-            except (ValueError, KeyError, TypeError, OSError):
-                spec = None
+            spec, why = _spec_named_by(plan) if plan else (None, "")
             if spec is None:
-                notes.append(f"{path}: no plan.json beside it names a spec; not checked")
+                notes.append(f"{path}: no plan.json beside it names a spec{why}; not checked")
                 continue
         if spec not in specs:
             specs.append(spec)
     return specs, notes
+
+
+def _spec_named_by(plan: Path) -> tuple[Path | None, str]:
+    """The spec a plan.json names, read as untrusted input (a regular file, bounded in size,
+    depth and digits: generator.readfile), and else None with why (" (file:line:col: ...)")."""
+    try:
+        data = read_json(plan, str(plan), MAX_PLAN_BYTES)
+    except UserError as exc:
+        return None, f" ({exc})"
+    spec = data.get("spec") if isinstance(data, dict) else None
+    if not isinstance(spec, str) or not spec:
+        return None, f" ({plan}: no \"spec\" names one)"
+    return Path(spec), ""

@@ -30,9 +30,11 @@ def trees(tmp_path_factory) -> dict[str, Path]:
 
     missing = [name for name in TREES.values() if not (ORACLES / f"{name}.tar.gz").is_file()]
     if missing:
+        how = (f"scripts/fetch-oracles.sh fetches them into {ORACLES} (it needs network access to "
+               "github.com), or set GEN_LAUNCH_ORACLES to a folder that has them")
         if os.environ.get("CI"):
-            pytest.fail(f"oracle archives missing in {ORACLES}: {missing}")
-        pytest.skip(f"oracle archives not found in {ORACLES} (set GEN_LAUNCH_ORACLES)")
+            pytest.fail(f"oracle archives missing in {ORACLES}: {missing}; {how}")
+        pytest.skip(f"oracle archives not found in {ORACLES}: {how}")
     base = tmp_path_factory.mktemp("oracles")
     out = {}
     for name in TREES.values():

@@ -515,3 +515,57 @@ def test_values_built_from_unknown_variables_are_bounded(tmp_path: Path) -> None
     assert code == 1 and "GL902" in out, stderr + out
     code, _, stderr = gen_launch("import", "run.sh", cwd=tmp_path)
     assert code in (0, 1, 2) and "internal error" not in stderr, stderr
+
+
+
+# -- issue 41: counts of 0 (or less) in a linted script ---------------------------------------
+
+ENTRY = "torchrun --nnodes $SLURM_NNODES --nproc_per_node 8 pretrain_gpt.py"
+ARGS = {"--micro-batch-size": "2", "--global-batch-size": "64", "--tensor-model-parallel-size": "2",
+        "--pipeline-model-parallel-size": "2", "--num-layers": "8"}
+HEADER = "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+
+
+def assert_a_note_not_a_crash(tmp_path: Path, script: str) -> None:
+    write(tmp_path, script, "run.sh")
+    code, out, stderr = gen_launch("lint", "run.sh", cwd=tmp_path)
+    assert code in (0, 1) and "internal error" not in stderr + out and "Traceback" not in stderr, stderr + out
+    assert "GL901" in out and "is not a count (at least 1)" in out, out
+    code, _, stderr = gen_launch("import", "run.sh", cwd=tmp_path)
+    assert code in (0, 1, 2) and "internal error" not in stderr and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-2"])
+@pytest.mark.parametrize("flag", sorted(ARGS))
+def test_a_megatron_count_of_zero_or_less_is_a_note_not_a_crash(flag: str, value: str, tmp_path: Path) -> None:
+    """--micro-batch-size 0 (or tp, pp 0) ended in a division by zero in the batch rules."""
+    args = " ".join(f"{name} {value if name == flag else given}" for name, given in ARGS.items())
+    assert_a_note_not_a_crash(tmp_path, f"{HEADER}srun {ENTRY} {args}\n")
+
+
+@pytest.mark.parametrize("option", ["--nodes", "--ntasks-per-node", "--gpus-per-node"])
+def test_an_sbatch_count_of_zero_is_a_note_not_a_crash(option: str, tmp_path: Path) -> None:
+    """#SBATCH --nodes=0 with torchrun --nnodes $SLURM_NNODES ended in a division by zero."""
+    args = " ".join(f"{name} {given}" for name, given in ARGS.items())
+    header = re.sub(f"{option}=[0-9]+", f"{option}=0", HEADER)
+    assert_a_note_not_a_crash(tmp_path, f"{header}srun {ENTRY} {args}\n")
+
+
+@pytest.mark.parametrize(("plan", "fragment"), [
+    ('{"spec": "spec.yaml", "pad": "' + "x" * (5 << 20) + '"}', "more than 4,194,304 bytes"),
+    ('{"spec": ' + "1" * 5000 + "}", "a number of 5,000 digits"),
+    ('{"spec": "spec.yaml",', "plan.json:2:1: not JSON"),
+    ('["spec.yaml"]', 'no "spec" names one'),
+], ids=["large", "digits", "broken", "list"])
+def test_generate_check_reads_a_plan_json_as_untrusted_input(plan: str, fragment: str, tmp_path: Path) -> None:
+    """generate --check on a generated file finds its spec in the plan.json above it: that file
+    is read bounded, as resume-check reads it (it was read whole, its numbers parsed whole); what
+    cannot be read is a note that says why, the file not checked."""
+    folder = tmp_path / "launch" / "run"
+    folder.mkdir(parents=True)
+    write(folder, "# generated\n", "megatron_args.sh")
+    write(folder, plan + "\n", "plan.json")
+    code, out, stderr = gen_launch("generate", "--check", "launch/run/megatron_args.sh", cwd=tmp_path)
+    assert "internal error" not in stderr and "Traceback" not in stderr, stderr
+    assert "launch/run/megatron_args.sh: no plan.json beside it names a spec (" in stderr, stderr
+    assert fragment in stderr, stderr

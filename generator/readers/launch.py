@@ -25,6 +25,12 @@ _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
 _CHOICES = {"moe_router_score_function", "moe_router_pre_softmax", "moe_load_balancing", "linear_bias",
             "moe_token_dispatcher", "ep_comm_overlap", "moe_grouped_gemm", "multi_latent_attention",
             "recompute", "recompute_modules"}
+# the Megatron values that are counts (at least 1): the rules divide by them, so 0 (or less)
+# written in a script is a note and an unknown, never a division by zero
+_COUNTS = {"tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch_size", "global_batch_size", "num_layers",
+           "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
+           "seq_length", "layers_per_virtual_stage", "make_vocab_size_divisible_by", "moe_top_k",
+           "moe_router_num_groups", "moe_router_group_topk"}
 # launchers of training jobs that lint does not read (their own CLIs and config formats): a
 # script that starts one is counted as skipped, with its name, never as checked and clean
 UNREAD_LAUNCHERS = {"colossalai", "mpirun", "mpiexec", "composer", "tune", "swift", "xtuner", "torchx",
@@ -143,6 +149,12 @@ def _largest(text: str | None) -> int | None:
     return max(numbers) if numbers and None not in numbers else None
 
 
+def _not_a_count(text: str | None) -> bool:
+    """A whole number below 1 (0, -2) where a count must be: "0", or one of several."""
+    return any(re.fullmatch(r"-?[0-9_]+", part) and int(part.replace("_", "") or "0") < 1
+               for part in (text or "").split())
+
+
 def _int(text: str | None) -> int | None:
     if text is None:
         return None
@@ -256,15 +268,27 @@ class _Reader:
             got = get(*names)
             if got:
                 value = got[0].split("-")[0] if got[0] and fact == "nodes" else got[0]
-                self.fact(f"{prefix}_{fact}", _int(value), got[1])
+                self.fact(f"{prefix}_{fact}", self._count(names, options, _int(value)), got[1])
         gpus = get("--gpus-per-node")
         gres = get("--gres")
         if gpus:
-            self.fact(f"{prefix}_gpus_per_node", _int((gpus[0] or "").rsplit(":", 1)[-1]), gpus[1])
+            count = self._count(("--gpus-per-node",), options, _int((gpus[0] or "").rsplit(":", 1)[-1]))
+            self.fact(f"{prefix}_gpus_per_node", count, gpus[1])
         elif gres and gres[0]:
             m = re.search(r"(?:^|,)gpu(?::[A-Za-z0-9_.-]+)?:([0-9]+)", gres[0])
             if m:
                 self.fact(f"{prefix}_gpus_per_node", int(m.group(1)), gres[1])
+
+    def _count(self, names: tuple[str, ...], options: dict[str, tuple[str | None, int]],
+               number: int | None) -> int | None:
+        """An allocation count (``--nodes=0``): 0 is not divided by; a GL901 note says so."""
+        if number != 0:
+            return number
+        name = next(n for n in names if n in options)
+        value, offset = options[name]
+        why = f"{name}={value} is not a count (at least 1); what rests on it is not checked"
+        self.out.problems.append((self.src(offset), why))
+        return None
 
     # -- commands --------------------------------------------------------------------------------
     def command(self, command: Command) -> None:
@@ -486,7 +510,13 @@ class _Reader:
         for flag, name in int_flags.items():  # the table's first spelling of a value wins
             if flag in values and megatron and name not in read:
                 read.add(name)
-                self.fact(name, _largest(values[flag].text), values[flag])
+                number = _largest(values[flag].text)
+                if name in _COUNTS and _not_a_count(values[flag].text):  # not divided by: a note
+                    why = (f"{flag} {values[flag].text} is not a count (at least 1); "
+                           "what rests on it is not checked")
+                    self.out.problems.append((self.src(values[flag]), why))
+                    number = None
+                self.fact(name, number, values[flag])
         for flag, name in switch_flags.items():
             if flag in values and megatron:
                 self.fact(name, True, values[flag])
