@@ -365,6 +365,8 @@ def import_(
                        err=True)
         for path, why in imported.draft.marks.items():
             typer.echo(f"not determined: {path}: {why}", err=True)
+        for note in imported.draft.notes:  # (also in the spec's header)
+            typer.echo(f"note: {note}", err=True)
         if out is None:
             sys.stdout.write(imported.text)
             return
