@@ -9,8 +9,7 @@ from pathlib import Path
 
 from generator.errors import UserError
 from generator.lint.discover import looks_like_spec, read_text
-from generator.readfile import read_json
-from generator.resume import MAX_PLAN_BYTES
+from generator.readfile import MAX_PLAN_BYTES, read_json
 from generator.values import record
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from generator.errors import Location, UserError
 
 _SPECIAL = ("/dev", "/proc", "/sys")
+MAX_PLAN_BYTES = 1 << 22  # a plan.json (resume-check, generate --check) is read up to 4 MiB
 
 
 class Refused(Exception):

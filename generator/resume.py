@@ -17,7 +17,7 @@ from generator.errors import UserError
 from generator.frameworks import FRAMEWORKS
 from generator.plan.resume import SEVERITY, Change, changes, shown
 from generator.plan.stages import stage_folder
-from generator.readfile import read_json
+from generator.readfile import MAX_PLAN_BYTES, read_json
 from generator.run import build_spec, resolve_run
 from generator.spec.model import load_document
 from generator.values import value
@@ -57,7 +57,6 @@ class Check:
         return "\n".join(lines) + "\n"
 
 
-MAX_PLAN_BYTES = 1 << 22
 _INT, _COUNT, _BOOL, _TEXT = "a whole number", "a whole number of at least 1", "true or false", "a string"
 _OPT_INT, _OPT_TEXT, _ANY = "a whole number or null", "a string or null", "any value"
 # what the comparison (plan/resume.py) reads of a plan.json, and of what type: a hand-edited
