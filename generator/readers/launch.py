@@ -183,9 +183,7 @@ class _Reader:
         """The choices of _CHOICES the arguments make: the meaning of the flag given, else the
         dialect's parser's default (a switch off, a choice's default), at the entry point."""
         for e in found.entries:
-            if e.value not in _CHOICES or e.implied or not e.write and e.flag not in values:
-                continue
-            if e.flag in values:
+            if e.value in _CHOICES and not e.implied and e.flag in values:
                 words = (values[e.flag].text or "").split() if e.nargs != 1 else [values[e.flag].text or ""]
                 self.fact(e.value, e.when if e.switch else e.meaning(words), values[e.flag])
         for e in found.entries:
