@@ -21,10 +21,11 @@ from generator.values import record
 
 _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
 # the Megatron choices the rules read whether a flag gives them or the parser's default does
-# (GL229, GL233, GL234, GL236, GL237): absent, the detected dialect's default is what the run gets
+# (GL229, GL233-GL237): absent, the detected dialect's default is what the run gets (a layout has
+# none: the even split)
 _CHOICES = {"moe_router_score_function", "moe_router_pre_softmax", "moe_load_balancing", "linear_bias",
             "moe_token_dispatcher", "ep_comm_overlap", "moe_grouped_gemm", "multi_latent_attention",
-            "recompute", "recompute_modules"}
+            "recompute", "recompute_modules", "pipeline_layout"}
 # the Megatron values that are counts (at least 1): the rules divide by them, so 0 (or less)
 # written in a script is a note and an unknown, never a division by zero
 _COUNTS = {"tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch_size", "global_batch_size", "num_layers",
@@ -184,8 +185,11 @@ class _Reader:
         dialect's parser's default (a switch off, a choice's default), at the entry point."""
         for e in found.entries:
             if e.value in _CHOICES and not e.implied and e.flag in values:
-                words = (values[e.flag].text or "").split() if e.nargs != 1 else [values[e.flag].text or ""]
-                self.fact(e.value, e.when if e.switch else e.meaning(words), values[e.flag])
+                text = values[e.flag].text
+                if e.switch:
+                    self.fact(e.value, e.when, values[e.flag])
+                elif text is not None:  # (a value known only at run time gives no fact)
+                    self.fact(e.value, e.meaning(text.split() if e.nargs != 1 else [text]), values[e.flag])
         for e in found.entries:
             if e.value not in _CHOICES or e.value in self.out.facts or e.implied:
                 continue

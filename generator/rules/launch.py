@@ -320,14 +320,14 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
         return None
     if nvidia_cc and nvidia_cc >= 10:
         return None
-    if ep_comm_overlap or _fsdp_flags & set(megatron_flags or {}):
+    if ep_comm_overlap or _FSDP_FLAGS & set(megatron_flags or {}):
         return None  # it only warns then: the overlap and FSDP want more connections (validate_args)
     return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; export CUDA_DEVICE_MAX_CONNECTIONS=1 (tp {tp})",
             _CONNECTIONS)
 
 
 # with these, megatron-core (core_v0.14 and later) warns instead of asserting one connection
-_fsdp_flags = {"--use-megatron-fsdp", "--use-torch-fsdp2"}
+_FSDP_FLAGS = {"--use-megatron-fsdp", "--use-torch-fsdp2"}
 _CONNECTIONS = ("tp", "framework", "cp", "cuda_device_max_connections", "gpu_vendor", "nvidia_cc",
                 "megatron_dialect", "sequence_parallel", "deepspeed_flag")  # GL203's, its flags aside
 

@@ -565,12 +565,11 @@ def top1_pre_softmax(moe_top_k: int, framework: str, moe_router_pre_softmax: boo
 
 @rule("GL235", "pipeline-layout",
       "A pipeline layout must place every layer once over pp × vpp stages, alone.")
-def pipeline_layout_fits(pp: int, num_layers: int, pipeline_layout: str | None = None,
+def pipeline_layout_fits(pp: int, num_layers: int, pipeline_layout: str,
                          mtp_num_layers: int | None = None, vpp_given: int | None = None,
                          vpp: int | None = None, first_stage_layers: int | None = None,
                          last_stage_layers: int | None = None, pipeline_split_embedding: bool | None = None,
-                         pipeline_split_loss: bool | None = None, megatron_flag_values: dict | None = None,
-                         megatron_flags: dict | None = None) -> str | None:
+                         pipeline_split_loss: bool | None = None) -> str | None:
     """Megatron-LM (core_v0.14 and later) takes --pipeline-model-parallel-layout for layer counts
     no pp × vpp divides, and refuses it at start-up unless its stages are a multiple of pp
     (validate_args), it starts with the embedding and ends with the loss, places the model's
@@ -582,18 +581,11 @@ def pipeline_layout_fits(pp: int, num_layers: int, pipeline_layout: str | None =
     × vpp 4: ``Et*3|(tt|)*29,m|L``), or one way of splitting.
 
     Example: --pipeline-model-parallel-layout "Et*3|(tt|)*29,m|L" with --num-layers 60."""
-    text, place = pipeline_layout, ()
-    if text is None:  # a script's: as its --pipeline-model-parallel-layout gives it (and there)
-        flag = "--pipeline-model-parallel-layout"
-        text = ((megatron_flag_values or {}).get(flag) or (None,))[0]
-        place = ((flag, (megatron_flags or {})[flag]),) if flag in (megatron_flags or {}) else ()
-    if text is None:
-        return None
+    text = pipeline_layout
     try:
         layout = PipelineLayout.parse(text)
     except LayoutError as exc:
-        return f"pipeline layout {text!r}: {exc}", ("pipeline_layout", "megatron_flag_values", "pp"), \
-            *place
+        return f"pipeline layout {text!r}: {exc}", ("pipeline_layout", "pp")
     others = [name for name, given in (("first_stage_layers", first_stage_layers),
                                        ("last_stage_layers", last_stage_layers),
                                        ("account_for_embedding_in_pipeline_split", pipeline_split_embedding),
@@ -603,9 +595,9 @@ def pipeline_layout_fits(pp: int, num_layers: int, pipeline_layout: str | None =
                 "way of splitting", ("pipeline_layout", "first_stage_layers", "last_stage_layers"))
     problem = layout.problem(pp, num_layers, mtp_num_layers or 0)
     if problem is not None:
-        return (f"pipeline layout {text!r} on pp {pp}: {problem}", ("pipeline_layout", "pp", "num_layers"),
-                *place)
-    given = vpp_given if vpp_given is not None else (vpp if pipeline_layout is None else None)
+        return f"pipeline layout {text!r} on pp {pp}: {problem}", ("pipeline_layout", "pp", "num_layers")
+    # the spec's vpp (the plan's vpp fact is the layout's), or the script's virtual stages
+    given = vpp if vpp_given is None else vpp_given
     if given not in (None, 1) and given != layout.vpp(pp):
         return (f"vpp {given} beside a pipeline layout of {len(layout.stages)} stages on pp {pp} (vpp "
                 f"{layout.vpp(pp)}): the layout gives the virtual stages; leave vpp out",
@@ -643,7 +635,7 @@ def recompute_modules(recompute_modules: tuple, recompute: str | None = None,
 def ep_overlap(ep_comm_overlap: bool, ep: int | None = None, moe_token_dispatcher: str | None = None,
                recompute: str | None = None, recompute_modules: tuple | None = None,
                precision: str | None = None, mtp_num_layers: int | None = None, pp: int | None = None,
-               vpp: int | None = None, megatron_flag_values: dict | None = None) -> str | None:
+               vpp: int | None = None, pipeline_layout: str | None = None) -> str | None:
     """megatron-core's TransformerConfig asserts for --overlap-moe-expert-parallel-comm: expert
     model parallelism (ep > 1), the alltoall or flex dispatcher, no full recompute and no moe in
     the recompute modules, a bf16 or fp16 model, at most one MTP layer, and with pp > 1 a virtual
@@ -653,10 +645,9 @@ def ep_overlap(ep_comm_overlap: bool, ep: int | None = None, moe_token_dispatche
     if not ep_comm_overlap:
         return None
     dispatcher = moe_token_dispatcher or ("alltoall" if (ep or 1) > 1 else "allgather")
-    layout = ((megatron_flag_values or {}).get("--pipeline-model-parallel-layout") or (None,))[0]
-    if layout is not None and pp:  # a script's layout gives its virtual stages
+    if pipeline_layout is not None and pp:  # a layout gives the virtual stages
         with contextlib.suppress(LayoutError):
-            vpp = PipelineLayout.parse(layout).vpp(pp)
+            vpp = PipelineLayout.parse(pipeline_layout).vpp(pp)
     problems = [
         ("ep", ep is not None and ep <= 1, f"ep {ep}: there is no expert-parallel all-to-all to hide"),
         ("moe_token_dispatcher", dispatcher not in ("alltoall", "flex"),
