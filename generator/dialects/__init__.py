@@ -211,6 +211,11 @@ class Dialect:
         dialect's entries, but judge flags against one or two catalogues)."""
         return self.read_catalogue()
 
+    def flags_of(self, value: str) -> tuple[str, ...]:
+        """The flags that carry the plan value ``value`` in this dialect (its spellings, in table
+        order, each once)."""
+        return tuple(dict.fromkeys(e.flag for e in self.entries if e.value == value))
+
     def can(self, capability: str) -> bool:
         """A capability, for this dialect's release where it depends on one."""
         value = self.capabilities.get(capability, False)

@@ -156,12 +156,11 @@ def moe_param_group_missing(megatron_flags: dict, megatron_dialect: str, deepspe
     --create-moe-param-group."""
     if moe_param_group or not num_experts or zero_stage not in (1, 2) or not deepspeed_flag:
         return None
-    flags = {e.value: e.flag for e in dialect(megatron_dialect).entries
-             if e.value in ("moe_param_group", "num_experts")}
-    if "moe_param_group" not in flags:  # the dialect has no DeepSpeed MoE (and no such flag)
+    d = dialect(megatron_dialect)
+    if not d.flags_of("moe_param_group"):  # the dialect has no DeepSpeed MoE (and no such flag)
         return None
-    flag, experts = flags["moe_param_group"], flags.get("num_experts", "")
-    place = [(experts, megatron_flags[experts])] if experts in megatron_flags else []
+    flag = d.flags_of("moe_param_group")[0]
+    place = [(f, megatron_flags[f]) for f in d.flags_of("num_experts") if f in megatron_flags][:1]
     return (f"num_experts {num_experts} with ZeRO stage {zero_stage} and no {flag}: DeepSpeed's ZeRO "
             "optimizer stops at start-up (\"The model has moe layers, but None of the param groups are "
             f"marked as MoE\"); add {flag}", ("num_experts", "zero_stage", "megatron_dialect"), *place)

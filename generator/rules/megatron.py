@@ -58,8 +58,8 @@ def layers_pp(num_layers: int, pp: int, framework: str, vpp: int | None = None,
 
     Example: --num-layers 95 with --pipeline-model-parallel-size 16."""
     if not framework_of(framework).megatron_core or pipeline_layout is not None \
-            or "--pipeline-model-parallel-layout" in (megatron_flags or {}):
-        return None  # a pipeline layout places the layers itself (GL235)
+            or _given(megatron_flags, megatron_dialect, "pipeline_layout"):
+        return None  # a pipeline layout places the layers itself (GL235), one known at run time too
     message = _even_layers(num_layers, pp, vpp or 1, first_stage_layers, last_stage_layers,
                            int(bool(pipeline_split_embedding)) + int(bool(pipeline_split_loss)))
     if message is None:
@@ -120,6 +120,14 @@ def uneven_split(layers: int, pp: int, vpp: int = 1) -> int | None:
         if rest == 0 and k <= middle and k % vpp == 0 and middle % vpp == 0:
             return k
     return None
+
+
+def _given(flags: dict | None, megatron_dialect: str | None, value: str) -> list[str]:
+    """The flags of ``flags`` (a script's, by flag) that carry the plan value ``value`` in the
+    dialect (its table's spellings)."""
+    if not flags or megatron_dialect is None:
+        return []
+    return [f for f in dialect(megatron_dialect).flags_of(value) if f in flags]
 
 
 @rule("GL214", "uneven-pipeline-without-megatron-lm",
@@ -511,7 +519,8 @@ def latent_attention_groups(multi_latent_attention: bool, num_attention_heads: i
 @rule("GL232", "mtp-position-embedding",
       "Multi-token prediction needs positions it can shift: learned, rope or none.")
 def mtp_positions(mtp_num_layers: int, position_embedding: str | None = None,
-                  megatron_flag_values: dict | None = None) -> str | None:
+                  megatron_flag_values: dict | None = None,
+                  megatron_dialect: str | None = None) -> str | None:
     """Megatron-LM's validate_args: ``Multi-Token Prediction (MTP) is not supported with 'yarn'
     position embedding type`` (it shifts position ids; supported: learned_absolute, rope, mrope,
     none). YaRN outside multi-latent attention is the yarn type (rope with rope_scaling type
@@ -519,8 +528,9 @@ def mtp_positions(mtp_num_layers: int, position_embedding: str | None = None,
     positions.
 
     Example: --mtp-num-layers 1 with --position-embedding-type yarn."""
-    if position_embedding is None:  # a script's: as its --position-embedding-type gives it
-        position_embedding = ((megatron_flag_values or {}).get("--position-embedding-type") or (None,))[0]
+    if position_embedding is None and megatron_dialect is not None:  # a script's, as its flag gives it
+        given = _given(megatron_flag_values, megatron_dialect, "position_embedding")
+        position_embedding = (megatron_flag_values[given[0]] or (None,))[0] if given else None
     if not mtp_num_layers or position_embedding in (None, "learned_absolute", "rope", "mrope", "none"):
         return None
     return (f"mtp_num_layers {mtp_num_layers} with {position_embedding} positions: Megatron's MTP supports "
