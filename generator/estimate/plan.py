@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from generator.dialects import flash_attention
 from generator.estimate.host import HostLoad, host_load
 from generator.estimate.memory import (
     GIB,
@@ -101,7 +102,7 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
     definition for the plan and for auto-plan's candidates, so the two count the same memory
     (HSDP's shard group, offload, precision from the spec)."""
     p = spec.parallelism
-    return Layout(**sizes, recompute=recompute, flash_attention=spec.training.flash_attention,
+    return Layout(**sizes, recompute=recompute, flash_attention=flash_attention(spec),
                   precision=spec.training.precision, fp8_recipe=spec.training.fp8_recipe,
                   optimizer_states=spec.training.optimizer_states,
                   main_grads=spec.training.main_grads,
