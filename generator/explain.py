@@ -200,6 +200,13 @@ def _bar(fraction: float, width: int = 24) -> str:
     return "█" * filled + "·" * (width - filled)
 
 
+def _no_flash_kernel(plan: Plan) -> str:
+    why = ("the spec's training.flash_attention" if plan.spec.training.flash_attention is not None
+           else f"{plan.dialect.title} has none")
+    return (f"  no flash kernel ({why}): the s×s scores are GEMMs at their efficiency, the softmax over "
+            "them memory-bound work, and they are stored for the backward unless recomputed")
+
+
 def _estimates(plan: Plan) -> list[str]:
     e = plan.estimate()
     m = e.memory
@@ -240,6 +247,7 @@ def _estimates(plan: Plan) -> list[str]:
         *([f"  flash attention core {p.attention_s:.2f} s of the compute (at its kernel's speed for "
            f"{plan.model.seq_length // plan.cp:,}-token calls; a causal mask computes half the scores)"]
           if p.attention_s else []),
+        *([_no_flash_kernel(plan)] if not layout_of(plan).flash_attention else []),
         *([f"  MoE token reordering for the experts (permute, sort and back): {p.moe_permute_s:.2f} s of "
            f"the memory-bound time"] if p.moe_permute_s else []),
         *([f"  DeepSpeed adding up each micro-batch's gradients (outside the GEMMs): "

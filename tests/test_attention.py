@@ -189,6 +189,7 @@ def test_bloom_s_fork_stores_the_scores_unless_the_spec_says_otherwise(tmp_path)
     scores without recompute (Korthikanti's 5as²b/t per layer) and costs the attention core as
     memory-bound work; Megatron-LM's default stays the flash kernel; a value given wins."""
     from generator.estimate.plan import estimate_plan, layout_of
+    from generator.explain import explain_text
     from tests.helpers import plan_of, spec_dict
 
     bloom = {"framework": "megatron-deepspeed", "megatron": {"fork": "bigscience"},
@@ -205,3 +206,7 @@ def test_bloom_s_fork_stores_the_scores_unless_the_spec_says_otherwise(tmp_path)
     assert unset.memory.activations - flash.memory.activations == pytest.approx(scores * in_flight_layers)
     assert unset.performance.memory_s > flash.performance.memory_s and unset.performance.attention_s == 0
     assert layout_of(plan_of(tmp_path, spec_dict())).flash_attention is True  # Megatron-LM's default
+    said = {g: explain_text(plans[g]) for g in (None, True, False)}
+    assert "no flash kernel (Megatron-DeepSpeed (bigscience, BLOOM's fork) has none)" in said[None]
+    assert "no flash kernel (the spec's training.flash_attention)" in said[False]
+    assert "no flash kernel" not in said[True] and "flash attention core" in said[True]
