@@ -481,8 +481,8 @@ def test_megatron_readme_h100_runs_lie_within_the_models_figures_for_their_unsta
 
 
 @pytest.mark.parametrize(("gpu", "same"), [("a100-80gb", ("a100-40gb", "a100-80gb")),
-                                           ("h100-80gb", ("h100-80gb", "h200-141gb")),
-                                           ("gb200", ("b200", "gb200"))])
+                                           ("h100-80gb", ("h100-80gb", "h100-nvl", "h200-141gb")),
+                                           ("gb200", ("b200", "gb200", "b300", "gb300"))])
 def test_the_presets_hold_each_generations_fit_and_its_band(gpu: str, same: tuple[str, ...]) -> None:
     """gpus.yaml's efficiency of a calibrated generation is the constant fitted on all its runs
     (to 0.005), its uncertainty the generation's band (calibration.uncertainty); presets without
@@ -1249,3 +1249,18 @@ def test_gpt_oss_flops_count_its_gated_mlp_as_megatron_does_and_the_time_runs_it
     _, ungated_hardware = step_flops(ungated, 8, "none", 4)
     assert model == ungated_hardware
     assert hardware - model == 3 * 2 * 2880 * 2880 * 4 * 24 * 8 * 4096
+
+
+def test_h100_nvl_cards_reduce_over_pcie_and_blackwell_ultra_holds_more(tmp_path: Path) -> None:
+    """H100 NVL (PCIe cards; NVLink bridges join only pairs): a tensor-parallel group of 8 runs
+    its all-reduces on PCIe Gen5 x16 (64 GB/s a direction against the SXM's 450), at 835 dense
+    BF16 TFLOP/s; B300 keeps B200's dense peaks with 288 GB (268 GiB) and 800 Gb/s per GPU."""
+    sxm = plan_of(tmp_path, spec_dict(parallelism={"tp": 8, "pp": 1}), "sxm.yaml").estimate().performance
+    nvl = plan_of(tmp_path, spec_dict(parallelism={"tp": 8, "pp": 1},
+                                      cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "h100-nvl"}),
+                  "nvl.yaml").estimate().performance
+    assert nvl.tp_comm_s == pytest.approx(sxm.tp_comm_s * 450 / 64)
+    assert nvl.peak_tflops == 835 and nvl.step_time_s > sxm.step_time_s
+    b300, b200 = presets.gpus()["b300"], presets.gpus()["b200"]
+    assert (b300["bf16_tflops"], b300["fp8_tflops"]) == (b200["bf16_tflops"], b200["fp8_tflops"])
+    assert b300["memory_gib"] == round(288e9 / 2**30) and b300["internode_gbps"] == 800 / 8
