@@ -242,7 +242,9 @@ def _estimates(plan: Plan) -> list[str]:
         f"bubble {p.bubble_s:.2f} + tp comm {p.tp_comm_s:.2f} + cp comm {p.cp_comm_s:.2f} + "
         f"dp comm {p.dp_comm_s:.2f} + pp p2p {p.pp_comm_s:.2f}"
         + (f" + ZeRO-3 gathers {p.zero3_gather_s:.2f}" if p.zero3_gather_s else "")
-        + (f" + MoE all-to-all {p.moe_comm_s:.2f}" if p.moe_comm_s else "")
+        + (f" + MoE all-to-all {p.moe_comm_s:.2f}" + (" (what its overlap leaves exposed)"
+                                                        if plan.spec.parallelism.ep_comm_overlap else "")
+           if p.moe_comm_s else "")
         + (f" + optimizer step {p.optimizer_s:.2f}" if p.optimizer_s else ""),
         *([f"  flash attention core {p.attention_s:.2f} s of the compute (at its kernel's speed for "
            f"{plan.model.seq_length // plan.cp:,}-token calls; a causal mask computes half the scores)"]

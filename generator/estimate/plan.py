@@ -111,7 +111,8 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
                   shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None,
                   overlap_grad_reduce=overlaps_grad_reduce(spec.framework, zero_stage, sizes.get("pp", 1)),
                   moe_dispatcher=spec.model.token_dispatcher(sizes.get("ep", 1)),
-                  tp_comm_overlap=p.tp_comm_overlap, overlap_p2p_comm=overlaps_p2p_comm(spec.framework))
+                  tp_comm_overlap=p.tp_comm_overlap, overlap_p2p_comm=overlaps_p2p_comm(spec.framework),
+                  ep_comm_overlap=p.ep_comm_overlap)
 
 
 def layout_of(plan) -> Layout:
@@ -166,7 +167,7 @@ def estimate_plan(plan) -> Estimate:
         others = tuple(alternatives(shape, layout, capacity, reach)[:4])
     hw = hardware_of(plan.gpu, plan.spec.training.precision, plan.spec.cluster.gpus_per_node)
     performance = None if hw is None else estimate_performance(
-        shape, layout, hw, plan.global_batch_size, plan.model.moe_top_k)
+        shape, layout, hw, plan.global_batch_size)
     params = count_params(shape)
     cross_check = None
     if plan.uses_deepspeed and layout.sharding in ("zero2", "zero3") and plan.pp == 1 and plan.tp == 1:
