@@ -481,7 +481,7 @@ def test_megatron_readme_h100_runs_lie_within_the_models_figures_for_their_unsta
 
 
 @pytest.mark.parametrize(("gpu", "same"), [("a100-80gb", ("a100-40gb", "a100-80gb")),
-                                           ("h100-80gb", ("h100-80gb", "h100-nvl", "h200-141gb")),
+                                           ("h100-80gb", ("h100-80gb", "h100-nvl-94gb", "h200-141gb")),
                                            ("gb200", ("b200", "gb200", "b300", "gb300"))])
 def test_the_presets_hold_each_generations_fit_and_its_band(gpu: str, same: tuple[str, ...]) -> None:
     """gpus.yaml's efficiency of a calibrated generation is the constant fitted on all its runs
@@ -1257,7 +1257,7 @@ def test_h100_nvl_cards_reduce_over_pcie_and_blackwell_ultra_holds_more(tmp_path
     BF16 TFLOP/s; B300 keeps B200's dense peaks with 288 GB (268 GiB) and 800 Gb/s per GPU."""
     sxm = plan_of(tmp_path, spec_dict(parallelism={"tp": 8, "pp": 1}), "sxm.yaml").estimate().performance
     nvl = plan_of(tmp_path, spec_dict(parallelism={"tp": 8, "pp": 1},
-                                      cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "h100-nvl"}),
+                                      cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "h100-nvl-94gb"}),
                   "nvl.yaml").estimate().performance
     assert nvl.tp_comm_s == pytest.approx(sxm.tp_comm_s * 450 / 64)
     assert nvl.peak_tflops == 835 and nvl.step_time_s > sxm.step_time_s
