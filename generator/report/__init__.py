@@ -15,9 +15,11 @@ from generator.errors import UserError
 from generator.report.data import layouts_data, report_data
 from generator.run import build_spec, resolve_run
 from generator.spec.model import load_document
+from generator.sweep import sweep_points
 
 EXTRA = "pip install 'gen-launch[report]'"
 KEEP = 20  # ranked layouts drawn for an auto spec
+PAGE = "report.html"
 
 
 def require_matplotlib() -> None:
@@ -27,20 +29,23 @@ def require_matplotlib() -> None:
                         f"install the report extra: {EXTRA}")
 
 
-def report_html(path: Path, display: str, overrides: tuple[str, ...] = ()) -> tuple[str, str]:
-    """(the run's name, its report page) for a spec file; UserError (located) for bad input."""
+def report_pages(path: Path, display: str, overrides: tuple[str, ...] = ()) -> tuple[str, dict[str, str]]:
+    """(the run's name, {page path under its folder: the page}) for a spec file: report.html, or
+    for a sweep <point>/report.html for each point that resolves (generate's folders); UserError
+    (located) for bad input."""
     require_matplotlib()
     # deferred: matplotlib, once require_matplotlib has said how to install it
     from generator.report.page import render_page
 
     doc = load_document(path, display, overrides)
     if doc.data.get("sweep"):
-        raise UserError("report draws one run; a sweep's points are each a spec (gen-launch explain "
-                        "lists them)", doc.locate(["sweep"], key=True))
+        pages = {f"{point.label}/{PAGE}": render_page(report_data(point.plans), point.spec.name)
+                 for point in sweep_points(doc) if point.error is None}
+        return str(doc.data["name"]), pages
     spec = build_spec(doc)
     plans = resolve_run(spec)
     layouts = None
     if spec.auto is not None and searched(doc.data):
         result = run_search(doc, keep=KEEP)[2]
         layouts = layouts_data(result, spec.auto.chosen, candidate_json)
-    return spec.name, render_page(report_data(plans, layouts), spec.name)
+    return spec.name, {PAGE: render_page(report_data(plans, layouts), spec.name)}

@@ -104,8 +104,8 @@ def _ticks(ax, run: dict[str, Any]) -> None:
     if ends:
         ax.vlines(ends, 0.88, 1.0, transform=ax.get_xaxis_transform(), color="#b07aa1", linewidth=1)
     interval = run["checkpoint_interval"]
-    if interval and run["total_steps"] // interval <= 400:
-        saves = list(range(interval, run["total_steps"] + 1, interval))
+    if run["checkpoint_ticks"]:
+        saves = [interval * k for k in range(1, run["checkpoints"] + 1)]
         ax.vlines(saves, 0.0, 0.06, transform=ax.get_xaxis_transform(), color="#9c755f", linewidth=0.6)
 
 
@@ -113,8 +113,8 @@ def step_chart(step: dict[str, Any], salt: str) -> str:
     """The pipeline's timeline per stage (forward and backward of each micro-batch, the bubble,
     then the exposed communication and the optimizer step), and the step's breakdown."""
     t = step["timeline"]
-    fig, (timeline, parts) = plt.subplots(2, 1, figsize=(WIDTH, 2.0 + 0.16 * t["pp"] + 1.0),
-                                          height_ratios=(max(1.5, 0.16 * t["pp"] + 0.6), 0.9))
+    rows = min(max(1.5, 0.16 * t["pp"] + 0.6), 5.0)
+    fig, (timeline, parts) = plt.subplots(2, 1, figsize=(WIDTH, rows + 2.0), height_ratios=(rows, 0.9))
     ops = pipeline.schedule(t["pp"], t["vpp"], t["micro_batches"], t["busy_s"])
     grid = _timeline_grid(ops, t, step["step_time_s"])
     timeline.imshow(grid, aspect="auto", interpolation="nearest", cmap=ListedColormap(TIMELINE),

@@ -21,6 +21,7 @@ from generator.plan.plan import Plan
 from generator.report import pipeline
 from generator.rules import RULES
 
+CHECKPOINT_TICKS = 400  # checkpoints drawn one by one up to this many
 POINTS = 240  # samples of the run's curves (besides the steps where something changes)
 MEMORY_PARTS = (("weights", "weights_gib"), ("gradients", "gradients_gib"),
                 ("optimizer states", "optimizer_gib"), ("activations", "activations_gib"),
@@ -130,7 +131,8 @@ def run_data(plans: list[Plan], records: list[dict[str, Any]]) -> dict[str, Any]
     """The run over its steps: learning rate, global batch and tokens seen; warmup, decay, the
     stages, the allocations a long run is chained across and the checkpoints."""
     walk = _RunWalk(plans)
-    scheduler = records[0]["scheduler"]
+    scheduler, interval = records[0]["scheduler"], records[0]["checkpoint"]["interval"]
+    checkpoints = walk.total // interval if interval else 0
     marks = walk.marks(scheduler)
     steps = sorted({round(walk.total * k / POINTS) for k in range(POINTS + 1)}
                    | {s for s in (marks["warmup_end_step"], marks["stable_end_step"]) if s is not None}
@@ -142,7 +144,8 @@ def run_data(plans: list[Plan], records: list[dict[str, Any]]) -> dict[str, Any]
             "points": points, "batch_changes": walk.batch_changes(), **marks,
             "allocations": [_allocations(p, r, start) for p, r, start in
                             zip(plans, records, walk.starts, strict=True)],
-            "checkpoint_interval": records[0]["checkpoint"]["interval"]}
+            "checkpoint_interval": interval, "checkpoints": checkpoints,
+            "checkpoint_ticks": 0 < checkpoints <= CHECKPOINT_TICKS}
 
 
 def lr_at(scheduler: dict[str, Any], position: int) -> float:
