@@ -17,15 +17,12 @@ from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from generator.report import pipeline  # noqa: E402
-from generator.report.data import EXPOSED, MEMORY_PARTS  # noqa: E402
+from generator.report.data import MEMORY_PARTS, STEP_PARTS  # noqa: E402
 
 WIDTH = 9.0  # inches (the page's column at 100 dpi)
 MEMORY_COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1")
-STEP_PARTS = (("compute", "compute", "#4e79a7"), ("memory-bound work", "memory_bound", "#a0cbe8"),
-              ("pipeline bubble", "pipeline_bubble", "#f1a9a0"),
-              *((label, key, colour) for (label, key), colour in
-                zip(EXPOSED, ("#b07aa1", "#d4a6c8", "#9c755f", "#ff9da7", "#bab0ac", "#edc948"), strict=True)),
-              ("optimizer step", "optimizer_step", "#59a14f"))
+STEP_COLOURS = ("#4e79a7", "#a0cbe8", "#f1a9a0", "#b07aa1", "#d4a6c8", "#9c755f", "#ff9da7", "#bab0ac",
+                "#edc948", "#59a14f")  # data.STEP_PARTS
 # the timeline's cells: idle (bubble), forward and backward of even and odd micro-batches, the
 # exposed communication and the optimizer step after the pipeline
 TIMELINE = ("#f1a9a0", "#4e79a7", "#7fa7cf", "#f28e2b", "#f7b877", "#b07aa1", "#59a14f")
@@ -149,7 +146,7 @@ def _timeline_grid(ops: list[pipeline.Op], t: dict[str, Any], step_time: float) 
 
 def _breakdown(ax, step: dict[str, Any]) -> None:
     left = 0.0
-    for label, key, colour in STEP_PARTS:
+    for (label, key), colour in zip(STEP_PARTS, STEP_COLOURS, strict=True):
         value = step["breakdown_s"][key]
         if value:
             ax.barh(0, value, left=left, color=colour, label=f"{label} {value:g} s")

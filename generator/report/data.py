@@ -26,9 +26,13 @@ POINTS = 240  # samples of the run's curves (besides the steps where something c
 MEMORY_PARTS = (("weights", "weights_gib"), ("gradients", "gradients_gib"),
                 ("optimizer states", "optimizer_gib"), ("activations", "activations_gib"),
                 ("logits", "logits_gib"))
-EXPOSED = (("tensor-parallel comm", "tensor_parallel_comm"), ("context-parallel comm", "context_parallel_comm"),
+EXPOSED = (("tensor-parallel comm", "tensor_parallel_comm"),
+           ("context-parallel comm", "context_parallel_comm"),
            ("data-parallel comm", "data_parallel_comm"), ("pipeline p2p", "pipeline_p2p"),
            ("ZeRO-3 gathers", "zero3_gathers"), ("MoE all-to-all", "moe_all_to_all"))
+# plan.json's step_breakdown_s, in the order a step adds them up
+STEP_PARTS = (("compute", "compute"), ("memory-bound work", "memory_bound"),
+              ("pipeline bubble", "pipeline_bubble"), *EXPOSED, ("optimizer step", "optimizer_step"))
 
 
 def report_data(plans: list[Plan], search: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -239,8 +243,8 @@ class _RunWalk:
         names = [p.spec.stage for p in self.plans]
         return {"warmup_end_step": self.step_of(warmup, scheduler) if warmup else None,
                 "stable_end_step": stable, "decay": scheduler["decay_style"],
-                "stages": [{"name": name, "step": start} for name, start in zip(names, self.starts, strict=True)
-                           if name is not None]}
+                "stages": [{"name": name, "step": start}
+                           for name, start in zip(names, self.starts, strict=True) if name is not None]}
 
 
 def _allocations(plan: Plan, record: dict[str, Any], start: int) -> dict[str, Any] | None:

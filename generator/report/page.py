@@ -10,6 +10,7 @@ import jinja2
 from markupsafe import Markup
 
 from generator.report import charts
+from generator.report.data import STEP_PARTS
 from generator.resources import data_dir
 
 TEMPLATE = "report.html.j2"
@@ -47,4 +48,4 @@ def render_page(data: dict[str, Any], title: str) -> str:
            Markup(charts.layouts_chart(data["layouts"], "layouts"))}
     prefixes = [f"stages.{k}." if staged else "" for k in range(len(data["memory"]))]
     return env.get_template(TEMPLATE).render(data=data, svg=svg, title=title, prefixes=prefixes,
-                                             staged=staged)
+                                             parts=STEP_PARTS, staged=staged)
