@@ -5,6 +5,7 @@ the page: text stays text (the browser's own sans-serif, no font file), ids are 
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import matplotlib
@@ -37,7 +38,8 @@ def _svg(fig: Figure, salt: str) -> str:
         fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = out.getvalue()
-    return text[text.index("<svg"):]
+    # the prolog, and the RDF metadata (its namespaces are addresses, and it says nothing)
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
 
 
 def memory_chart(memory: dict[str, Any], salt: str) -> str:
