@@ -24,9 +24,9 @@ WIDTH = 9.0  # inches (the page's column at 100 dpi)
 MEMORY_COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1")
 STEP_COLOURS = ("#4e79a7", "#a0cbe8", "#f1a9a0", "#b07aa1", "#d4a6c8", "#9c755f", "#ff9da7", "#bab0ac",
                 "#edc948", "#59a14f")  # data.STEP_PARTS
-# the timeline's cells: idle (bubble), forward and backward of even and odd micro-batches, the
-# exposed communication and the optimizer step after the pipeline
-TIMELINE = ("#f1a9a0", "#4e79a7", "#7fa7cf", "#f28e2b", "#f7b877", "#b07aa1", "#59a14f")
+# the timeline's cells: idle (bubble), forward and backward of even and odd micro-batches, then
+# each exposed communication and the optimizer step after the pipeline (in the breakdown's colours)
+TIMELINE = ("#f1a9a0", "#4e79a7", "#7fa7cf", "#f28e2b", "#f7b877", *STEP_COLOURS[3:])
 BINS = 1200
 LABELLED_OPS = 160  # at most this many operations are labelled with their micro-batch
 
@@ -113,7 +113,8 @@ def step_chart(step: dict[str, Any], salt: str) -> str:
     then the exposed communication and the optimizer step), and the step's breakdown."""
     t = step["timeline"]
     rows = min(max(1.5, 0.16 * t["pp"] + 0.6), 5.0)
-    fig, (timeline, parts) = plt.subplots(2, 1, figsize=(WIDTH, rows + 2.0), height_ratios=(rows, 0.9))
+    fig, (timeline, parts) = plt.subplots(2, 1, figsize=(WIDTH, rows + 2.0), height_ratios=(rows, 0.9),
+                                          sharex=True)
     ops = pipeline.schedule(t["pp"], t["vpp"], t["micro_batches"], t["busy_s"])
     grid = _timeline_grid(ops, t, step["step_time_s"])
     timeline.imshow(grid, aspect="auto", interpolation="nearest", cmap=ListedColormap(TIMELINE),
@@ -124,14 +125,13 @@ def step_chart(step: dict[str, Any], salt: str) -> str:
                           fontsize=7, color="white")
     timeline.set_yticks(range(t["pp"]), [f"stage {s}" for s in range(t["pp"])] if t["pp"] <= 16 else
                         [str(s) if s % max(1, t["pp"] // 16) == 0 else "" for s in range(t["pp"])])
-    timeline.set_xlabel("seconds into the step")
     _breakdown(parts, step)
     return _svg(fig, salt)
 
 
 def _timeline_grid(ops: list[pipeline.Op], t: dict[str, Any], step_time: float) -> numpy.ndarray:
-    """Stage × time cells: 0 idle, 1-2 forward (even, odd micro-batch), 3-4 backward, 5 exposed
-    communication, 6 the optimizer step."""
+    """Stage × time cells: 0 idle, 1-2 forward (even, odd micro-batch), 3-4 backward, then from
+    5 each exposed communication and the optimizer step, one after the other."""
     grid = numpy.zeros((t["pp"], BINS), dtype=numpy.int8)
     scale = BINS / step_time
 
@@ -140,9 +140,13 @@ def _timeline_grid(ops: list[pipeline.Op], t: dict[str, Any], step_time: float) 
 
     for op in ops:
         grid[op.stage, cells(op.start, op.end)] = (1 if op.forward else 3) + op.micro % 2
-    exposed = sum(t["exposed_s"].values())
-    grid[:, cells(t["pipeline_s"], t["pipeline_s"] + exposed)] = 5
-    grid[:, cells(t["pipeline_s"] + exposed, step_time)] = 6
+    start = t["pipeline_s"]
+    after = [(code, seconds) for code, seconds in enumerate([*t["exposed_s"].values(), t["optimizer_s"]], 5)
+             if seconds]
+    for k, (code, seconds) in enumerate(after):  # (the last to the step's end: plan.json rounds each)
+        end = step_time if k == len(after) - 1 else min(start + seconds, step_time)
+        grid[:, cells(start, end)] = code
+        start = end
     return grid
 
 
@@ -154,7 +158,8 @@ def _breakdown(ax, step: dict[str, Any]) -> None:
             ax.barh(0, value, left=left, color=colour, label=f"{label} {value:g} s")
             left += value
     ax.set_yticks([])
-    ax.set_xlabel("step time, s")
+    ax.set_xlim(0, step["step_time_s"])
+    ax.set_xlabel("seconds into the step")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.6), ncol=3, fontsize=8, frameon=False)
 
 
