@@ -166,6 +166,22 @@ def test_run_over_time_follows_the_plans(runs) -> None:
     assert [a is not None for a in run["allocations"]] == [bool(p.allocations) for p in stages]
 
 
+def test_the_chosen_layout_is_the_plan() -> None:
+    """Auto-plan's chart marks one layout, the one the plan has: its memory, step time and MFU
+    are plan.json's; the rules' rejections are counted by code."""
+    sample = ROOT / "samples" / "llama3.1-405b-auto.yaml"
+    data = chart_data(load_document(sample, f"samples/{sample.name}"))[1]["report.html"][1]
+    record = resolve_run(load_spec(sample))[0].to_json()
+    chosen = [row for row in data["layouts"]["ranked"] if row["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["rank"] == 1
+    row = chosen[0]
+    assert (row["tp"], row["pp"], row["cp"], row["dp"]) == tuple(record["parallelism"][k] for k in ("tp", "pp", "cp", "dp"))
+    assert row["memory_gib"] == record["memory"]["total_gib"] and row["mfu"] == record["performance"]["mfu"]
+    assert round(row["step_time_s"], 3) == record["performance"]["step_time_s"]
+    assert data["layouts"]["rejected"] and all(r["count"] > 0 and r["code"].startswith("GL")
+                                               for r in data["layouts"]["rejected"])
+
+
 def test_report_writes_the_page(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["report", str(ROOT / "samples" / "seed-sft-64.yaml")])

@@ -14,6 +14,7 @@ matplotlib.use("svg")  # no display, no GUI toolkit
 
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 import numpy  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
@@ -87,7 +88,7 @@ def run_chart(run: dict[str, Any], salt: str) -> str:
     return _svg(fig, salt)
 
 
-def _marks(ax, run: dict[str, Any]) -> None:
+def _marks(ax: Axes, run: dict[str, Any]) -> None:
     if run["warmup_end_step"]:
         ax.axvline(run["warmup_end_step"], color="#e15759", linestyle=":", linewidth=1)
     if run["stable_end_step"] is not None:
@@ -97,7 +98,7 @@ def _marks(ax, run: dict[str, Any]) -> None:
     ax.grid(alpha=0.3)
 
 
-def _ticks(ax, run: dict[str, Any]) -> None:
+def _ticks(ax: Axes, run: dict[str, Any]) -> None:
     """Allocation ends (top) and checkpoints (bottom) as short ticks in axes coordinates."""
     ends = [s for a in run["allocations"] if a for s in a["boundaries"]]
     if ends:
@@ -150,7 +151,7 @@ def _timeline_grid(ops: list[pipeline.Op], t: dict[str, Any], step_time: float) 
     return grid
 
 
-def _breakdown(ax, step: dict[str, Any]) -> None:
+def _breakdown(ax: Axes, step: dict[str, Any]) -> None:
     left = 0.0
     for (label, key), colour in zip(STEP_PARTS, STEP_COLOURS, strict=True):
         value = step["breakdown_s"][key]
