@@ -29,7 +29,7 @@ STEP_COLOURS = ("#4e79a7", "#a0cbe8", "#f1a9a0", "#b07aa1", "#d4a6c8", "#9c755f"
 # each exposed communication and the optimizer step after the pipeline (in the breakdown's colours)
 TIMELINE = ("#f1a9a0", "#4e79a7", "#7fa7cf", "#f28e2b", "#f7b877", *STEP_COLOURS[3:])
 BINS = 1200
-LABELLED_OPS = 160  # at most this many operations are labelled with their micro-batch
+LABELLED_OPS = 40  # operations of a stage labelled with their micro-batch, at most
 
 
 def _svg(fig: Figure, salt: str) -> str:
@@ -120,7 +120,7 @@ def step_chart(step: dict[str, Any], salt: str) -> str:
     grid = _timeline_grid(ops, t, step["step_time_s"])
     timeline.imshow(grid, aspect="auto", interpolation="nearest", cmap=ListedColormap(TIMELINE),
                     vmin=0, vmax=len(TIMELINE) - 1, extent=(0, step["step_time_s"], t["pp"] - 0.5, -0.5))
-    if len(ops) <= LABELLED_OPS:
+    if len(ops) <= LABELLED_OPS * t["pp"]:
         for op in ops:
             timeline.text((op.start + op.end) / 2, op.stage, str(op.micro + 1), ha="center", va="center",
                           fontsize=7, color="white")

@@ -135,15 +135,15 @@ def run_data(plans: list[Plan], records: list[dict[str, Any]]) -> dict[str, Any]
     """The run over its steps: learning rate, global batch and tokens seen; warmup, decay, the
     stages, the allocations a long run is chained across and the checkpoints."""
     walk = _RunWalk(plans)
-    scheduler, interval = records[0]["scheduler"], records[0]["checkpoint"]["interval"]
+    schedulers, interval = [r["scheduler"] for r in records], records[0]["checkpoint"]["interval"]
     checkpoints = walk.total // interval if interval else 0
-    marks = walk.marks(scheduler)
+    marks = walk.marks(schedulers[0], schedulers[-1])
     steps = sorted({round(walk.total * k / POINTS) for k in range(POINTS + 1)}
                    | {s for s in (marks["warmup_end_step"], marks["stable_end_step"]) if s is not None}
                    | {b["step"] for b in marks["stages"]} | {s for s, _ in walk.batch_changes()})
-    points = [{"step": s, "lr": float(f"{lr_at(scheduler, walk.position(s, scheduler)):.6g}"),
-               "global_batch": walk.batch(s), "tokens": walk.tokens(s)} for s in steps]
-    return {"counts_in": scheduler["counts_in"], "total_steps": walk.total,
+    points = [{"step": s, "lr": float(f"{walk.lr(s, schedulers):.6g}"), "global_batch": walk.batch(s),
+               "tokens": walk.tokens(s)} for s in steps]
+    return {"counts_in": schedulers[0]["counts_in"], "total_steps": walk.total,
             "total_tokens": sum(r["schedule"]["train_tokens"] for r in records),
             "points": points, "batch_changes": walk.batch_changes(), **marks,
             "allocations": [_allocations(p, r, start) for p, r, start in
@@ -203,6 +203,13 @@ class _RunWalk:
             return self.sample_starts[index] + self._samples(plan, taken)
         return step
 
+    def lr(self, step: int, schedulers: list[dict[str, Any]]) -> float:
+        """The learning rate at ``step``, by the scheduler of the stage it is in: the run's one
+        schedule, or with checkpoint.schedule: spec the stage's own (counted from the run's start,
+        as Megatron counts it)."""
+        scheduler = schedulers[self._at(step)[0]]
+        return lr_at(scheduler, self.position(step, scheduler))
+
     def tokens(self, step: int) -> int:
         index, plan, taken = self._at(step)
         return self.token_starts[index] + self._samples(plan, taken) * plan.model.seq_length
@@ -235,14 +242,15 @@ class _RunWalk:
                 low = mid + 1
         return low
 
-    def marks(self, scheduler: dict[str, Any]) -> dict[str, Any]:
-        """Where the warmup ends, where a WSD schedule's stable phase ends, and the stages."""
-        warmup = scheduler["warmup_steps"] or 0
-        wsd = scheduler.get("wsd_decay_steps")
-        stable = None if wsd is None else self.step_of(scheduler["decay_steps"] - wsd, scheduler)
+    def marks(self, first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+        """Where the warmup ends (the first stage's scheduler), where a WSD schedule's stable
+        phase ends (the last stage's), and the stages."""
+        warmup = first["warmup_steps"] or 0
+        wsd = last.get("wsd_decay_steps")
+        stable = None if wsd is None else self.step_of(last["decay_steps"] - wsd, last)
         names = [p.spec.stage for p in self.plans]
-        return {"warmup_end_step": self.step_of(warmup, scheduler) if warmup else None,
-                "stable_end_step": stable, "decay": scheduler["decay_style"],
+        return {"warmup_end_step": self.step_of(warmup, first) if warmup else None,
+                "stable_end_step": stable, "decay": last["decay_style"],
                 "stages": [{"name": name, "step": start}
                            for name, start in zip(names, self.starts, strict=True) if name is not None]}
 
