@@ -14,7 +14,7 @@ import hashlib
 import math
 from typing import Any
 
-from generator.estimate.memory import ALLOWANCE_FIXED_GIB, GIB, Layout, stage_memory
+from generator.estimate.memory import ALLOWANCE_FIXED_GIB, GIB, Layout, Memory, stage_memory
 from generator.estimate.plan import layout_of, shape_of, usable_memory_gib
 from generator.explain import advice_lines
 from generator.plan.plan import Plan
@@ -92,7 +92,7 @@ def _stage_layers(layout: Layout, num_layers: int) -> list[float]:
     return [first, *[middle] * (layout.pp - 2), last]
 
 
-def _stage_row(index: int, memory) -> dict[str, Any]:
+def _stage_row(index: int, memory: Memory) -> dict[str, Any]:
     """One stage's memory as plan.json words it (GiB, 2 decimals); the allowance split into the
     fixed buffers (CUDA context, NCCL) and the fragmentation margin it is made of."""
     gib = memory.gib()
