@@ -139,9 +139,14 @@ def _model_lines(plan: Plan) -> list[str]:
 
 
 def _advice(plan: Plan) -> list[str]:
+    """The advice under its header; no advice, no header."""
+    lines = advice_lines(plan)
+    return ["", "Advice (published laws and estimates; not applied to the plan)", *lines] if lines else []
+
+
+def advice_lines(plan: Plan) -> list[str]:
     """Scaling-law advice, labelled; it never changes the plan. A fine-tune gets none of the
-    pre-training laws (their batch and learning rate are for training from scratch); no
-    advice, no header."""
+    pre-training laws (their batch and learning rate are for training from scratch)."""
     m = plan.model
     laws = [] if fine_tune(plan) else [deepseek_llm(m.num_layers, m.hidden_size, m.seq_length,
                                                     plan.train_tokens)]
@@ -169,7 +174,7 @@ def _advice(plan: Plan) -> list[str]:
                      f"divides the batch and fits the estimate (now {plan.micro_batch_size}, "
                      f"accumulation {plan.gradient_accumulation_steps}); a larger micro batch runs "
                      f"bigger GEMMs but holds more activations{bubble}")
-    return ["", "Advice (published laws and estimates; not applied to the plan)", *lines] if lines else []
+    return lines
 
 
 def _largest_fitting_micro(plan: Plan) -> int | None:
