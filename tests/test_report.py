@@ -22,7 +22,7 @@ from generator.sweep import sweep_points
 
 from .conftest import ROOT, SAMPLES, require_oracle
 
-GOLDEN = ROOT / "tests" / "golden" / "report"
+GOLDEN = ROOT / "tests" / "golden_report"
 runner = CliRunner()
 
 
