@@ -49,6 +49,9 @@ class Layout:
     overlap_grad_reduce: bool = True  # the data-parallel reduction runs under the backward pass
     moe_dispatcher: str = "alltoall"  # how tokens reach their experts: alltoall | allgather | flex
     ep_comm_overlap: bool = False  # MoE dispatch/combine overlapped with another micro-batch's compute
+    # selective recompute's modules (training.recompute_modules; None: megatron-core's default,
+    # the attention core)
+    recompute_modules: tuple[str, ...] | None = None
     tp_comm_overlap: bool = False  # the tensor-parallel collectives pipelined with the GEMMs
     overlap_p2p_comm: bool = False  # interleaved pipelines' sends overlapped with the chunks' compute
     # DeepSpeed's data_types.grad_accum_dtype: None, its default (and what gen-launch renders),
@@ -155,7 +158,13 @@ def state_bytes_per_param(precision: str, sharding: str, dp: int, optimizer_stat
     return weight, grad, opt / dp if sharding == "distributed_optimizer" else opt
 
 
-def activation_bytes_per_layer(shape: Shape, layout: Layout) -> float:
+def recomputes(layout: Layout, module: str):
+    """Whether selective recompute reruns ``module`` (Megatron-LM's --recompute-modules names;
+    without them, megatron-core's default: the attention core alone)."""
+    return (layout.recompute == "selective") & (module in (layout.recompute_modules or ("core_attn",)))
+
+
+def activation_bytes_per_layer(shape: Shape, layout: Layout, moe: bool = False) -> float:
     """Korthikanti Table 2, per transformer layer and micro-batch, 16-bit activations: s·b·h times
     10 + 24/t (replicated LayerNorm, dropout and block inputs, plus the TP-split part), the
     sequence-parallel form 34/t, plus the attention core 5·a·s/(h·t) unless it is recomputed
@@ -163,20 +172,64 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout) -> float:
     The 24 (and 34) follow the FFN width as Megatron's estimator does (18 + 4f/h = 34 at f = 4h);
     gating (SwiGLU) and GQA are not modelled, as there. Multi-latent attention keeps other tensors
     than Q, K, V of width h: attention_activation_widths. CP divides the sequence. With FP8,
-    Transformer Engine stores the inputs of the QKV, projection and both MLP GEMMs in one byte."""
+    Transformer Engine stores the inputs of the QKV, projection and both MLP GEMMs in one byte.
+    An MoE layer (``moe``) keeps its experts' tensors instead of the MLP's (moe_activation_bytes).
+    Module-level recompute drops what its modules keep: the two norms' outputs (layernorm, 4 of
+    the 10), MLA's up-projected queries, keys and values (mla_up_proj), a dense layer's MLP (mlp)."""
     s = shape.seq_length / layout.cp
     b, h, a, t = layout.micro_batch_size, shape.hidden_size, shape.num_attention_heads, layout.tp
     latents, attention, output = attention_activation_widths(shape)
-    split = attention + 4 * shape.ffn_hidden_size / h  # 24 at f = 4h: what tensor parallelism divides
-    replicated = 10 + latents
+    mlp = 0.0 if moe else where(recomputes(layout, "mlp"), 0.0, 4 * shape.ffn_hidden_size / h)
+    split = attention + mlp - where(recomputes(layout, "mla_up_proj"), up_projected_width(shape), 0.0)
+    replicated = 10 + latents - where(recomputes(layout, "layernorm"), 4, 0)
     per = (replicated + split) / t if layout.sequence_parallel else replicated + split / t
     if layout.precision == "fp8":  # the GEMM inputs kept in FP8: 1 byte saved per element (a latent's
         # up projection input: 1 of its 4 bytes)
         hidden_rows = t if layout.sequence_parallel else 1
-        per -= (2 + latents / 4) / hidden_rows + (output + shape.ffn_hidden_size / h) / t
-    core = where((layout.recompute == "selective") | layout.flash_attention, 0.0, 5 * a * s / (h * t))
-    return where(layout.recompute == "full", 2 * s * b * h / (t if layout.sequence_parallel else 1),
-                 s * b * h * (per + core))
+        per -= (2 + latents / 4) / hidden_rows + (output + mlp / 4) / t
+    core = where(recomputes(layout, "core_attn") | layout.flash_attention, 0.0, 5 * a * s / (h * t))
+    kept = s * b * h * (per + core) + (moe_activation_bytes(shape, layout) if moe else 0.0)
+    return where(layout.recompute == "full", 2 * s * b * h / (t if layout.sequence_parallel else 1), kept)
+
+
+def moe_activation_bytes(shape: Shape, layout: Layout) -> float:
+    """Per micro-batch, what an MoE layer keeps for its backward on one rank beyond the layer's
+    input and norms, as megatron-core's MoE layer runs it: each routed copy of a token (top-k
+    of them, spread evenly over the ep ranks) keeps its permuted hidden state (the experts' first
+    GEMM input), the first GEMM's output (two of the FFN width when gated: the activation's
+    input) and the activation's output weighted by the token's routing score (the second GEMM's
+    input; the fused weighted activation keeps no other copy, and the combine keeps no expert
+    output), 16-bit; the rows are the rank's tokens (b·s/(cp·tp): megatron-core runs MoE with tp
+    under sequence parallelism) gathered over the expert tensor parallel group, whose ranks split
+    the FFN width. The shared experts keep a tensor-parallel MLP's two tensors; the router its
+    fp32 logits and scores. FP8 keeps the experts' GEMM inputs in one byte. Module recompute: the
+    experts' activation (moe_act), the shared experts (shared_experts), or the whole MoE layer
+    (moe) are rerun instead."""
+    h, k, t, e = shape.hidden_size, shape.top_k, layout.tp, layout.etp
+    f = shape.moe_ffn_hidden_size or shape.ffn_hidden_size
+    tokens = layout.micro_batch_size * shape.seq_length / layout.cp
+    fc1 = 2 * f if shape.gated else f
+    activation = where(recomputes(layout, "moe_act"), 0.0, 2 * f)
+    routed = k * (2 * h + (2 * fc1 + activation) / e)
+    if layout.precision == "fp8":
+        routed = routed - k * (h + where(recomputes(layout, "moe_act"), 0.0, f) / e)
+    shared_width = shape.shared_expert_size
+    shared_fc1 = 2 * shared_width if shape.gated else shared_width
+    shared = where(recomputes(layout, "shared_experts"), 0.0, (2 * shared_fc1 + 2 * shared_width) / t)
+    router = 2 * 4 * (shape.num_experts or 0) / t
+    kept = tokens * (routed * e / t + shared + router)
+    return where(recomputes(layout, "moe"), 0.0, kept)
+
+
+def up_projected_width(shape: Shape) -> float:
+    """Multi-latent attention's up-projected queries and keys (query-key and rope dims a head)
+    and values (v dims a head), 2 bytes each, per token per unit of h: what mla_up_proj
+    recompute drops (megatron-core reruns the up projections before the attention backward);
+    none without MLA."""
+    mla = shape.mla
+    if mla is None:
+        return 0.0
+    return 2 * shape.num_attention_heads * (2 * mla.q_head_dim + mla.v_head_dim) / shape.hidden_size
 
 
 def attention_activation_widths(shape: Shape) -> tuple[float, float, float]:
@@ -270,10 +323,14 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     microbatches = where((in_flight > 1) & (layout.vpp > 1),
                          in_flight * (1 + (layout.pp - 1) / (layout.pp * layout.vpp)),
                          minimum(in_flight, maximum(layout.num_microbatches, 1)))
-    per_layer = activation_bytes_per_layer(shape, layout)
-    activations = per_layer * layers * microbatches
-    # the last stage's MTP layers: a transformer layer's activations and their inputs each
-    activations = activations + where(last, params.mtp_layers * (per_layer + mtp_input_bytes(shape, layout))
+    # an MoE model's dense layers come first: the first stage holds them (up to its layers)
+    dense_layers = where(first, minimum(shape.moe_dense_layers, layers), 0) if shape.num_experts else layers
+    per_dense, per_moe = (activation_bytes_per_layer(shape, layout, moe=False),
+                          activation_bytes_per_layer(shape, layout, moe=bool(shape.num_experts)))
+    activations = (per_dense * dense_layers + per_moe * (layers - dense_layers)) * microbatches
+    # the last stage's MTP layers: a transformer layer's activations (an MoE model's MoE layer,
+    # as megatron-core builds it) and their inputs each
+    activations = activations + where(last, params.mtp_layers * (per_moe + mtp_input_bytes(shape, layout))
                                       * microbatches, 0.0)
     # the last stage: fp32 logits of the loss, split by tp (and cp) — the main model's and each
     # MTP layer's (each loss keeps its own softmax for the backward)

@@ -112,7 +112,7 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
                   overlap_grad_reduce=overlaps_grad_reduce(spec.framework, zero_stage, sizes.get("pp", 1)),
                   moe_dispatcher=spec.model.token_dispatcher(sizes.get("ep", 1)),
                   tp_comm_overlap=p.tp_comm_overlap, overlap_p2p_comm=overlaps_p2p_comm(spec.framework),
-                  ep_comm_overlap=p.ep_comm_overlap)
+                  ep_comm_overlap=p.ep_comm_overlap, recompute_modules=spec.training.recompute_modules)
 
 
 def layout_of(plan) -> Layout:
