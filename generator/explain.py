@@ -8,7 +8,7 @@ from generator import presets
 from generator.estimate.advice import deepseek_llm, kaplan_critical_batch
 from generator.estimate.memory import ALLOWANCE_FIXED_GIB, ALLOWANCE_FRACTION, GIB, estimate_memory
 from generator.estimate.params import Shape, count_params
-from generator.estimate.plan import layout_of, shape_of, usable_memory_gib
+from generator.estimate.plan import UNCALIBRATED, layout_of, shape_of, usable_memory_gib
 from generator.plan.plan import Plan
 from generator.spec.architecture import architecture_line
 from generator.units import human, slurm_minutes
@@ -205,6 +205,16 @@ def _bar(fraction: float, width: int = 24) -> str:
     return "█" * filled + "·" * (width - filled)
 
 
+def _band(plan: Plan, e) -> str:
+    base = plan.gpu["uncertainty"]
+    text = (f"  throughput ±{e.uncertainty:.0%} (the calibration band of this GPU's generation, ±{base:.0%}: "
+            "leave-one-out errors on published runs; docs/estimates.md")
+    if not e.widened_by:
+        return text + ")"
+    return text + "; widened by the share of the step no published run calibrates: " + "; ".join(
+        f"{share:.0%} {UNCALIBRATED[what]}" for what, share in e.widened_by) + ")"
+
+
 def _no_flash_kernel(plan: Plan) -> str:
     why = ("the spec's training.flash_attention" if plan.spec.training.flash_attention is not None
            else f"{plan.dialect.title} has none")
@@ -264,8 +274,7 @@ def _estimates(plan: Plan) -> list[str]:
           if p.fp8_gemm_speedup else []),
         f"  {p.tokens_per_s:,.0f} tokens/s, {p.tflops_per_gpu:.0f} TFLOP/s per GPU, "
         f"MFU {p.mfu:.1%}, HFU {p.hfu:.1%}",
-        f"  throughput ±{e.uncertainty:.0%} (the calibration band of this GPU's generation: leave-one-out "
-        "errors on published runs; docs/estimates.md)" if e.uncertainty is not None else
+        _band(plan, e) if e.uncertainty is not None else
         f"  throughput uncertainty unknown: no published {plan.spec.cluster.gpu} runs calibrate it "
         "(its efficiency is assumed)",
         f"  {plan.train_tokens:,} tokens in {days:.1f} days, {days * 24 * p.gpus:,.0f} GPU-hours",

@@ -4,6 +4,7 @@ explain, plan.json and generate."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -1330,3 +1331,29 @@ def test_module_recompute_drops_what_each_module_keeps() -> None:
     assert dropped("mlp", moe=False) == pytest.approx(4 * 18432 * tokens)
     assert dropped("layernorm", "mla_up_proj", "moe_act") == pytest.approx(
         dropped("layernorm") + dropped("mla_up_proj") + dropped("moe_act"))
+
+
+def test_the_band_widens_by_the_share_of_the_step_no_published_run_calibrates(tmp_path: Path) -> None:
+    """The throughput band is the GPU generation's (leave-one-out on published dense runs) plus
+    the share of the step in what those runs do not calibrate, each part taken as possibly off by
+    its whole: an MoE model's dispatch, combine and token reordering; the attention core at calls
+    longer than its kernel curves reach (16,384 tokens). explain names each part and its share; a
+    dense run at 8K keeps the generation's band."""
+    dense = plan_of(tmp_path, spec_dict(), "dense.yaml").estimate()
+    assert dense.uncertainty == 0.17 and dense.widened_by == ()
+    moe = plan_of(tmp_path, spec_dict(model={k: None for k in BASE["model"]} | {"preset": "mixtral-8x7b"},
+                                      cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "h100-80gb", "allow_oversize": True},
+                                      parallelism={"tp": 1, "pp": 1, "ep": 8}), "moe.yaml").estimate()
+    p = moe.performance
+    share = (p.moe_comm_s + p.moe_permute_s) / p.step_time_s
+    assert moe.widened_by == (("moe_dispatch", pytest.approx(share)),) and share > 0.01
+    assert moe.uncertainty == math.ceil(100 * (0.17 + share)) / 100
+    assert moe.to_json()["performance"]["uncertainty_widened_by"] == {"moe_dispatch": round(share, 3)}
+    long = plan_of(tmp_path, spec_dict(model={"seq_length": 65536}, parallelism={"tp": 2, "pp": 2, "cp": 2},
+                                       batch={"micro_batch_size": 1, "gradient_accumulation_steps": 8}),
+                   "long.yaml").estimate()
+    attention = long.performance.attention_s / long.performance.step_time_s
+    assert long.widened_by == (("attention_beyond_calibrated_lengths", pytest.approx(attention)),)
+    said = CliRunner().invoke(app, ["explain", str(tmp_path / "moe.yaml")]).output
+    assert f"throughput ±{moe.uncertainty:.0%} (the calibration band of this GPU's generation, ±17%" in said
+    assert f"widened by the share of the step no published run calibrates: {share:.0%} MoE dispatch" in said

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
 from generator.dialects import flash_attention
+from generator.estimate.attention import LENGTHS
 from generator.estimate.host import HostLoad, host_load
 from generator.estimate.memory import (
     GIB,
@@ -33,8 +35,10 @@ class Estimate:
     train_tokens: int
     deepspeed_estimator: float | None = None  # DeepSpeed's own ZeRO-2/3 model-state estimate
     vocab_padding_params: int = 0  # of params: the rows Megatron pads the vocabulary with
-    uncertainty: float | None = None  # the GPU preset's throughput band (None: uncalibrated)
+    uncertainty: float | None = None  # the throughput band: the GPU preset's, widened (None: uncalibrated)
     host: HostLoad | None = None  # CPU memory of the most loaded node while the run loads
+    # what widened the band beyond the GPU generation's: (what, share of the step), largest first
+    widened_by: tuple[tuple[str, float], ...] = ()
 
     @property
     def train_seconds(self) -> float | None:
@@ -73,6 +77,7 @@ class Estimate:
                 # throughput within ±band of the estimate on the published runs of the GPU's
                 # generation (leave-one-out; generator/estimate/calibration.py); None: uncalibrated
                 "uncertainty": self.uncertainty,
+                "uncertainty_widened_by": {what: round(share, 3) for what, share in self.widened_by},
                 "mfu": round(p.mfu, 4), "hfu": round(p.hfu, 4),
                 "train_days": round(seconds / 86400, 2),
                 "gpu_hours": round(seconds / 3600 * p.gpus),
@@ -173,5 +178,28 @@ def estimate_plan(plan) -> Estimate:
     if plan.uses_deepspeed and layout.sharding in ("zero2", "zero3") and plan.pp == 1 and plan.tp == 1:
         cross_check = deepspeed_estimator_bytes(params.total, plan.world_size, int(layout.sharding[-1]),
                                                 max(params.per_layer, params.embedding))
+    base = plan.gpu.get("uncertainty")
+    call_length = plan.model.seq_length // plan.cp
+    widened_by = () if performance is None else uncalibrated_shares(performance, call_length)
+    band = None if base is None else math.ceil(100 * (base + sum(s for _, s in widened_by))) / 100
     return Estimate(params.total, memory, performance, others, plan.train_tokens, cross_check,
-                    params.vocab_padding, plan.gpu.get("uncertainty"), host_load(plan, shape, layout))
+                    params.vocab_padding, band, host_load(plan, shape, layout), widened_by)
+
+
+# the parts of a step whose model no published run calibrates (estimate/calibration.py fits dense
+# runs whose attention calls are at most a kernel curve's longest length): the band widens by
+# their share of the step, as if each could be off by its whole
+UNCALIBRATED = {
+    "moe_dispatch": "MoE dispatch, combine and token reordering (modelled; one published MoE run "
+                    "checks them, none fits them)",
+    "attention_beyond_calibrated_lengths": f"the attention core at calls longer than the "
+                                           f"{LENGTHS[-1]:,} tokens its kernel curves reach",
+}
+
+
+def uncalibrated_shares(p: Performance, call_length: int) -> tuple[tuple[str, float], ...]:
+    """(UNCALIBRATED key, share of the step time) for each uncalibrated part the step has."""
+    shares = {"moe_dispatch": (p.moe_comm_s + p.moe_permute_s) / p.step_time_s,
+              "attention_beyond_calibrated_lengths":
+                  p.attention_s / p.step_time_s if call_length > LENGTHS[-1] else 0.0}
+    return tuple(sorted(((k, v) for k, v in shares.items() if v >= 0.005), key=lambda kv: -kv[1]))
