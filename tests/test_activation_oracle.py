@@ -25,7 +25,8 @@ from .conftest import require_oracle
 pytestmark = pytest.mark.oracle
 SCRIPT = Path(__file__).resolve().parent / "oracle" / "activations.py"
 S, B, H = 128, 2, 256
-DENSE = Shape(2, H, 8, 8, 1024, 512, S, bias=False, learned_positions=False)
+DENSE = Shape(2, H, 8, 8, 1024, 512, S, bias=False, learned_positions=False, hidden_dropout=False,
+              attention_dropout=False)
 MOE = {"num_moe_experts": 8, "moe_token_dispatcher_type": "alltoall"}
 
 
@@ -33,6 +34,7 @@ MOE = {"num_moe_experts": 8, "moe_token_dispatcher_type": "alltoall"}
 def measured() -> dict[str, float]:
     require_oracle("megatron.core")
     cases = {"dense f1024": {}, "dense f2048": {"ffn_hidden_size": 2048},
+             "hidden dropout": {"hidden_dropout": 0.1}, "attention dropout": {"attention_dropout": 0.1},
              "top-2 f512": {**MOE, "moe_router_topk": 2, "moe_ffn_hidden_size": 512},
              "top-4 f512": {**MOE, "moe_router_topk": 4, "moe_ffn_hidden_size": 512},
              "top-2 f1024": {**MOE, "moe_router_topk": 2, "moe_ffn_hidden_size": 1024}}
@@ -80,3 +82,15 @@ def test_a_wider_expert_keeps_what_the_estimate_adds_per_copy(measured) -> None:
     estimate = counted(moe_shape(2, 1024), moe=True) - counted(moe_shape(2, 512), moe=True)
     assert estimate == 2 * 4 * 512
     assert added == pytest.approx(estimate + 2 * 2 * 512, rel=0.01)  # + the unfused weighted copy
+
+
+def test_dropout_keeps_its_masks_and_none_without_it(measured) -> None:
+    """Dropout keeps a mask per element it drops: two of h after attention and MLP, one of a·s on
+    the attention scores; at p = 0 PyTorch skips it and keeps none (the base measured here). The
+    GPU's fused dropout keeps 1-byte masks (counted); the CPU's keeps the scaled mask in the
+    tensor's dtype, 2 bytes."""
+    hidden = counted(replace(DENSE, hidden_dropout=True)) - counted(DENSE)
+    scores = counted(replace(DENSE, attention_dropout=True)) - counted(DENSE)
+    assert (hidden, scores) == (2 * H, 8 * S)
+    assert measured["hidden dropout"] - measured["dense f1024"] == 2 * hidden
+    assert measured["attention dropout"] - measured["dense f1024"] == 2 * scores

@@ -175,19 +175,23 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout, moe: bool = False) 
     Transformer Engine stores the inputs of the QKV, projection and both MLP GEMMs in one byte.
     An MoE layer (``moe``) keeps its experts' tensors instead of the MLP's (moe_activation_bytes).
     Module-level recompute drops what its modules keep: the two norms' outputs (layernorm, 4 of
-    the 10), MLA's up-projected queries, keys and values (mla_up_proj), a dense layer's MLP (mlp)."""
+    the 10), MLA's up-projected queries, keys and values (mla_up_proj), a dense layer's MLP (mlp).
+    Without dropout (p = 0, as Llama-style models train) no masks are kept: 2 of the 10 after
+    attention and MLP, a·s of the 5·a·s scores."""
     s = shape.seq_length / layout.cp
     b, h, a, t = layout.micro_batch_size, shape.hidden_size, shape.num_attention_heads, layout.tp
     latents, attention, output = attention_activation_widths(shape)
     mlp = 0.0 if moe else where(recomputes(layout, "mlp"), 0.0, 4 * shape.ffn_hidden_size / h)
     split = attention + mlp - where(recomputes(layout, "mla_up_proj"), up_projected_width(shape), 0.0)
-    replicated = 10 + latents - where(recomputes(layout, "layernorm"), 4, 0)
+    masks = 0 if shape.hidden_dropout else 2  # (of the 10: the dropout masks after attention and MLP)
+    replicated = 10 + latents - where(recomputes(layout, "layernorm"), 4, 0) - masks
     per = (replicated + split) / t if layout.sequence_parallel else replicated + split / t
     if layout.precision == "fp8":  # the GEMM inputs kept in FP8: 1 byte saved per element (a latent's
         # up projection input: 1 of its 4 bytes)
         hidden_rows = t if layout.sequence_parallel else 1
         per -= (2 + latents / 4) / hidden_rows + (output + mlp / 4) / t
-    core = where(recomputes(layout, "core_attn") | layout.flash_attention, 0.0, 5 * a * s / (h * t))
+    scores = 5 if shape.attention_dropout else 4  # QKᵀ and softmax (2 bytes each), the dropout mask
+    core = where(recomputes(layout, "core_attn") | layout.flash_attention, 0.0, scores * a * s / (h * t))
     kept = s * b * h * (per + core) + (moe_activation_bytes(shape, layout) if moe else 0.0)
     return where(layout.recompute == "full", 2 * s * b * h / (t if layout.sequence_parallel else 1), kept)
 

@@ -60,6 +60,10 @@ class Shape:
     sinks: bool = False  # a learned softmax sink per head (gpt-oss)
     mtp_layers: int = 0  # multi-token prediction layers (on the last stage, apart from the main model)
     quick_geglu: bool = False  # gpt-oss's gated quick-GELU (Megatron-LM's FLOP count takes it as ungated)
+    # dropout after attention and MLP, and on the attention scores: each keeps a 1-byte mask
+    # (Korthikanti's count has both); with p = 0 PyTorch keeps none
+    hidden_dropout: bool = True
+    attention_dropout: bool = True
 
     @property
     def head_dim(self) -> int:
@@ -101,7 +105,8 @@ class Shape:
                                        and model.qk_layernorm and dialect is not None
                                        and dialect.can("mla_query_norm")),
                    sinks=model.softmax_type == "learnable", mtp_layers=model.mtp_num_layers or 0,
-                   quick_geglu=model.activation == "quick_geglu")
+                   quick_geglu=model.activation == "quick_geglu",
+                   hidden_dropout=model.hidden_dropout > 0, attention_dropout=model.attention_dropout > 0)
 
 
 @value
