@@ -1,0 +1,60 @@
+"""Executors beyond Slurm (launch.executor): the spec's kubernetes and skypilot sections, the
+refusals of what only the user knows, and the records (generator/executors.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generator.errors import UserError
+from generator.executors import executor_of, executors
+from generator.run import load_spec
+
+from .helpers import spec_dict
+
+K8S = {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "volumes": [{"claim": "ckpt", "mount_path": "/ckpt"}]}
+
+
+def load(tmp_path: Path, **overrides) -> object:
+    import yaml
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec_dict(**overrides), sort_keys=False))
+    return load_spec(path)
+
+
+def test_slurm_is_the_default_and_every_record_is_complete() -> None:
+    assert list(executors()) == ["slurm", "trainjob", "pytorchjob", "jobset", "skypilot"]
+    assert executor_of("slurm").chains and not executor_of("trainjob").chains
+    assert {e.file for e in executors().values()} == {"launch.sbatch", "trainjob.yaml", "pytorchjob.yaml",
+                                                      "jobset.yaml", "sky.yaml"}
+
+
+def test_the_kubernetes_section_is_typed(tmp_path: Path) -> None:
+    spec = load(tmp_path, launch={"executor": "jobset"}, checkpoint={"dir": "/ckpt/run"},
+                kubernetes={**K8S, "node_selector": {"gpu": "h100"},
+                            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]})
+    assert spec.launch.executor == "jobset"
+    assert spec.kubernetes.volumes[0].mount_path == "/ckpt" and spec.kubernetes.max_restarts == 3
+    assert spec.kubernetes.tolerations[0].operator == "Exists"
+    assert spec.kubernetes.node_selector == (("gpu", "h100"),)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"launch": {"executor": "trainjob"}}, r"spec.yaml:\d+:\d+: \$.launch.executor: trainjob runs the pods "
+                                            r"from a container image; give kubernetes.image, e.g. kubernetes: \{image:"),
+    ({"launch": {"executor": "pytorchjob", "launcher": "srun"}, "kubernetes": K8S},
+     r"pytorchjob starts the launcher torchrun, not srun; set launch.launcher: torchrun"),
+    ({"launch": {"executor": "jobset"}, "checkpoint": {"dir": "/scratch/run"}, "kubernetes": K8S},
+     r"spec.yaml:\d+:\d+: \$.checkpoint.dir: /scratch/run is on none of the volumes kubernetes.volumes "
+     r"mounts \(/ckpt\): a restarted jobset pod would find no checkpoint to resume; mount a claim there, "
+     r"e.g. kubernetes: \{volumes: \[\{claim: checkpoints, mount_path: /scratch\}\]\}"),
+    ({"launch": {"executor": "skypilot"}},
+     r"\$.launch.executor: skypilot asks SkyPilot for the GPUs by its name of them; give "
+     r"skypilot.accelerator, e.g. skypilot: \{accelerator: H100\}"),
+])
+def test_what_only_the_user_knows_is_refused_where_it_is_missing(tmp_path: Path, overrides: dict,
+                                                                 message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        load(tmp_path, **overrides)
