@@ -6,12 +6,14 @@ executor names."""
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 
 from generator.resources import read_yaml
 from generator.values import value
 
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _TABLE = Path(__file__).resolve().parent / "data" / "executors.yaml"
 
 
@@ -32,6 +34,7 @@ class Executor:
     description: str
     file: str
     template: str
+    style: str  # sbatch | kubernetes | skypilot: how its file is rendered
     launchers: tuple[str, ...]
     restarts: str
     api_version: str | None = None  # the Kubernetes object that starts the pods (None: not Kubernetes)
@@ -45,10 +48,24 @@ class Executor:
     chains: bool = False
     priority: str | None = None  # pod | label
     requires: Required | None = None
+    pod_name: str | None = None  # the longest pod name ({job}, {last}); a DNS-1035 label
+
+    def name_problem(self, job: str, nodes: int) -> str | None:
+        """Why ``job`` cannot name this executor's job of ``nodes`` pods (None: it can)."""
+        if self.pod_name is None:
+            return None
+        longest = self.pod_name.format(job=job, last=nodes - 1)
+        if not _DNS_1035.match(job):
+            return ("a Kubernetes name is a DNS-1035 label: lower-case letters, digits and '-', starting "
+                    "with a letter")
+        if len(longest) > 63:
+            return (f"its longest pod name {longest} has {len(longest)} characters, more than 63; "
+                    f"use at most {63 - len(longest) + len(job)}")
+        return None
 
     @property
     def kubernetes(self) -> bool:
-        return self.kind is not None
+        return self.style == "kubernetes"
 
     def env(self, job: str) -> tuple[tuple[str, str], ...]:
         """The container's environment the file sets, for the job named ``job``."""
@@ -68,12 +85,12 @@ def executors() -> dict[str, Executor]:
             continue
         kind = t.get("kind") or {}
         out[name] = Executor(
-            name, t["title"], " ".join(t["description"].split()), t["file"], t["template"],
+            name, t["title"], " ".join(t["description"].split()), t["file"], t["template"], t["style"],
             tuple(t["launchers"]), " ".join(t["restarts"].split()), kind.get("apiVersion"),
             kind.get("kind"), t.get("runtime"), t.get("nodes_env"), tuple(t.get("prelude", ())),
             tuple(t.get("rendezvous", ())), tuple((t.get("pod_env") or {}).items()),
             t.get("time_limit"), t.get("chains", False), t.get("priority"),
-            Required(**t["requires"]) if "requires" in t else None)
+            Required(**t["requires"]) if "requires" in t else None, t.get("pod_name"))
     return out
 
 

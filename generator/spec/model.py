@@ -508,6 +508,10 @@ def _executor(name: str, at: At) -> str:
             not (need.for_gpus and at.setting("cluster", "gpu") == "cpu"):
         raise UserError(f"$.launch.executor: {name} {need.why}; give {need.setting}, e.g. {need.example}",
                         at.locate())
+    job = at.setting("name")
+    problem = record.name_problem(job, at.setting("cluster", "nodes"))
+    if problem is not None:
+        raise UserError(f"$.name: {job!r} names the {record.title}; {problem}", at.doc.locate(["name"]))
     if record.kubernetes:
         _checkpoint_on_a_volume(name, at)
     return name
