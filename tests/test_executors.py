@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.artifacts import render_all
 from generator.errors import UserError
 from generator.executors import executor_of, executors
 from generator.run import load_spec
@@ -58,3 +59,30 @@ def test_what_only_the_user_knows_is_refused_where_it_is_missing(tmp_path: Path,
                                                                  message: str) -> None:
     with pytest.raises(UserError, match=message):
         load(tmp_path, **overrides)
+
+
+LONG = {"cluster": {"nodes": 2, "gpus_per_node": 2, "gpu": "h100-80gb", "allow_oversize": True},
+        "model": {"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "vocab_size": 32000,
+                  "seq_length": 2048},
+        "parallelism": {"tp": 1, "pp": 1},
+        "batch": {"micro_batch_size": 1, "gradient_accumulation_steps": 64},
+        "training": {"train_iters": 500, "lr": 1.0e-3, "warmup": {"iters": 2}, "precision": "bf16"},
+        "checkpoint": {"dir": "/ckpt/run", "interval": 400}, "slurm": {"time": "01:00:00"}}
+
+
+def test_only_slurm_chains_jobs_and_exits_before_its_limit(tmp_path: Path) -> None:
+    """A run longer than its time limit: on Slurm a chain of jobs, each exiting before the limit
+    (--exit-duration-in-mins); a pod that exited 0 there would end its job unfinished, so on
+    Kubernetes neither (the pods restart and resume), and kubernetes.time is the limit the
+    rules judge (GL310: an interval beyond the deadline)."""
+    from generator.calculator.resolve import resolve
+
+    slurm = resolve(load(tmp_path, **LONG))
+    assert slurm.allocations and slurm.exit_duration_minutes
+    k8s = resolve(load(tmp_path, **LONG, launch={"executor": "trainjob"},
+                       kubernetes={**K8S, "time": "00:30:00"}))
+    assert k8s.allocations is None and k8s.exit_duration_minutes is None
+    assert "--exit-duration-in-mins" not in render_all(k8s)["trainjob.yaml"]
+    assert [w.code for w in k8s.warnings if w.code in ("GL309", "GL310")] == ["GL310"]
+    gl310 = next(w for w in k8s.warnings if w.code == "GL310")
+    assert "0.5 h allocation" in gl310.message and "spec.yaml" in str(gl310.values)

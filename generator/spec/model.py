@@ -28,7 +28,7 @@ from generator.spec.load import Document
 from generator.spec.overlay import load_layers
 from generator.spec.pipeline_layout import LayoutError, PipelineLayout
 from generator.spec.schema import spec_schema, validate
-from generator.units import parse_fraction
+from generator.units import parse_fraction, slurm_minutes
 from generator.values import value
 from generator.vectors import where
 
@@ -664,6 +664,16 @@ class Spec:
     def uses_trainer(self) -> bool:
         """Hugging Face TrainingArguments (trainer_args.sh): FSDP2, and DeepSpeed through accelerate."""
         return framework_of(self.framework).uses_trainer(self.launch.launcher)
+
+    def time_limit(self) -> tuple[int | None, str | None]:
+        """(minutes, setting): how long the executor lets the job run (slurm.time, kubernetes.time;
+        None: no limit) and the setting that says it (None: the executor has none)."""
+        setting = executor_of(self.launch.executor).time_limit
+        if setting is None:
+            return None, None
+        section, key = setting.split(".")
+        given = getattr(getattr(self, section), key)
+        return (None if given is None else slurm_minutes(given)), setting
 
     def where(self, dotted: str) -> str:
         """Where a field's value came from: ``file:line:col``, ``preset NAME`` or ``default``."""
