@@ -13,6 +13,7 @@ from pathlib import Path
 from generator.resources import read_yaml
 from generator.values import value
 
+POD_SCRIPT = "launch.sh"  # what a pod or a SkyPilot node runs, beside the framework's files
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _TABLE = Path(__file__).resolve().parent / "data" / "executors.yaml"
 

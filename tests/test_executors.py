@@ -86,3 +86,14 @@ def test_only_slurm_chains_jobs_and_exits_before_its_limit(tmp_path: Path) -> No
     assert [w.code for w in k8s.warnings if w.code in ("GL309", "GL310")] == ["GL310"]
     gl310 = next(w for w in k8s.warnings if w.code == "GL310")
     assert "0.5 h allocation" in gl310.message and "spec.yaml" in str(gl310.values)
+
+
+def test_explain_says_how_the_pods_start(tmp_path: Path) -> None:
+    from generator.calculator.resolve import resolve
+    from generator.explain import explain_text
+
+    text = explain_text(resolve(load(tmp_path, launch={"executor": "jobset"}, kubernetes=K8S)))
+    assert "  jobset.yaml: JobSet, 2 pods × 8 h100-80gb\n" in text
+    assert '--node-rank="${JOB_COMPLETION_INDEX}"' in text and "16 in all" in text
+    assert "nothing is saved (no checkpoint.dir)" in text
+    assert "Launch" not in explain_text(resolve(load(tmp_path)))  # Slurm: as before

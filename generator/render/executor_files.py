@@ -9,12 +9,12 @@ from typing import Any
 
 import yaml
 
-from generator.executors import Executor, gpu_resource
+from generator.executors import POD_SCRIPT, Executor, gpu_resource
 from generator.plan.plan import Plan
 from generator.units import slurm_minutes
 
 MOUNT = "/etc/gen-launch"  # where the pods see the ConfigMap of the launch files
-SCRIPT = "launch.sh"  # the pods' script, beside the framework's files
+SCRIPT = POD_SCRIPT
 SKY_MOUNT = "~/gen-launch"  # where a SkyPilot node sees the launch files
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
