@@ -14,9 +14,8 @@ from generator.errors import UserError
 from generator.executors import executor_of
 from generator.lint.readback import check_rendered
 from generator.plan.stages import stage_folder
-from generator.readers.kubernetes import mounted_files
+from generator.readers.kubernetes import read_executor_file
 from generator.render import ARTIFACTS, PLAN_FILE, PREFLIGHT, render_files, targets_for
-from generator.render.executor_files import SCRIPT
 from generator.run import resolve_run
 from generator.sweep import index as sweep_index
 from generator.sweep import sweep_points
@@ -58,13 +57,8 @@ def render_all(plan) -> dict[str, str]:
     files = render_files(plan)
     checked = {name: text for name, text in files.items() if name not in (PREFLIGHT[0], PLAN_FILE)}
     record = executor_of(plan.spec.launch.executor)
-    script = record.file
-    if record.kubernetes:  # the pods' files: the ConfigMap's
-        checked = {**checked, **mounted_files(checked.pop(record.file), record.file)}
-        script = next(name for name in checked if name.endswith("/" + SCRIPT))
-    elif record.style != "sbatch":
-        script = SCRIPT
-    check_rendered(plan, checked, script)
+    read = read_executor_file(files[record.file], record.file)  # the pods' script (None: Slurm's)
+    check_rendered(plan, checked, record.file if read is None else read.script)
     return files
 
 

@@ -97,3 +97,61 @@ def test_explain_says_how_the_pods_start(tmp_path: Path) -> None:
     assert '--node-rank="${JOB_COMPLETION_INDEX}"' in text and "16 in all" in text
     assert "nothing is saved (no checkpoint.dir)" in text
     assert "Launch" not in explain_text(resolve(load(tmp_path)))  # Slurm: as before
+
+
+@pytest.mark.parametrize("executor", ["trainjob", "pytorchjob", "jobset", "skypilot"])
+def test_lint_reads_the_generated_files_clean_and_finds_a_pod_count_that_disagrees(
+        tmp_path: Path, executor: str) -> None:
+    """The files generate writes lint clean (the pods' script read from the ConfigMap, or
+    SkyPilot's mounted launch.sh, with the job's counts); one number changed in the YAML, lint
+    names it at its line (GL320) as it does an #SBATCH line that disagrees with torchrun."""
+    from generator.calculator.resolve import resolve
+    from generator.lint import lint_paths
+
+    extra = {"skypilot": {"accelerator": "H100"}} if executor == "skypilot" else {"kubernetes": K8S}
+    files = render_all(resolve(load(tmp_path, launch={"executor": executor}, **extra)))
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, text in files.items():
+        (out / name).write_text(text)
+    report = lint_paths([out])
+    assert [i.finding.code for i in report.items] == [] and report.errors == 0
+    target = out / executor_of(executor).file
+    text = target.read_text()
+    changed = {"trainjob": ("numNodes: 2", "numNodes: 3"), "pytorchjob": ("Worker:\n      replicas: 1",
+                                                                          "Worker:\n      replicas: 2"),
+               "jobset": ("parallelism: 2", "parallelism: 3"), "skypilot": ("num_nodes: 2", "num_nodes: 3")}
+    old, new = changed[executor]
+    assert old in text
+    target.write_text(text.replace(old, new))
+    line = text[:text.index(old)].count("\n") + 1 + old.count("\n")
+    found = [(i.finding.code, i.line, i.path) for i in lint_paths([out]).items]
+    assert ("GL320", line, str(target)) in found, found
+
+
+def test_lint_warns_of_pods_without_shared_memory(tmp_path: Path) -> None:
+    from generator.calculator.resolve import resolve
+    from generator.lint import lint_paths
+
+    text = render_all(resolve(load(tmp_path, launch={"executor": "jobset"}, kubernetes=K8S)))["jobset.yaml"]
+    target = tmp_path / "jobset.yaml"
+    target.write_text(text.replace("medium: Memory", "medium: ''"))
+    found = [(i.finding.code, i.finding.severity) for i in lint_paths([target]).items]
+    assert found == [("GL321", "warning")]
+
+
+def test_generate_check_covers_the_executors_file(tmp_path: Path) -> None:
+    import yaml
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec_dict(launch={"executor": "trainjob"}, kubernetes=K8S)))
+    out = tmp_path / "out"
+    runner = CliRunner()
+    assert runner.invoke(app, ["generate", str(path), "--out", str(out)]).exit_code == 0
+    assert runner.invoke(app, ["generate", str(path), "--out", str(out), "--check"]).exit_code == 0
+    (out / "trainjob.yaml").write_text((out / "trainjob.yaml").read_text().replace("numNodes: 2", "numNodes: 4"))
+    result = runner.invoke(app, ["generate", str(path), "--out", str(out), "--check"])
+    assert result.exit_code == 1 and "trainjob.yaml" in result.output + result.stderr

@@ -16,6 +16,7 @@ from generator.dialects.keyed import keyed_dialect
 from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import MAX_COMBINATIONS, UNKNOWN, readings
 from generator.readers.deepspeed_json import read_deepspeed_json
+from generator.readers.kubernetes import ExecutorFile, read_executor_file
 from generator.readers.launch import accelerate_world, megatron_reading, read_launch
 from generator.readers.neox_config import looks_like_neox_config, read_neox_config
 from generator.readers.trainer_config import read_trainer_config
@@ -69,6 +70,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
     result = LintResult()
     used_json: set[str] = set()
     context = context or Context()
+    texts, launched_by = _with_mounted_files(texts)
 
     moves: dict[str, tuple[str, ...]] = {}  # script -> the folders it cds into (search_paths)
 
@@ -113,7 +115,8 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         return found
 
     # scripts that source others first, so that a sourced file is read as part of its script
-    scripts = sorted((n for n, t in texts.items() if not n.endswith(CONFIG_SUFFIXES) and is_script(n, t)),
+    scripts = sorted((n for n, t in texts.items()
+                      if not n.endswith(CONFIG_SUFFIXES) and (is_script(n, t) or n in launched_by)),
                      key=lambda n: _SOURCES.search(texts[n]) is None)
 
     def named(path: str, what: str, source: str, near: str, problems: list) -> tuple[str, str] | None:
@@ -206,6 +209,8 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         before = len(result.problems)
         result.problems += read.problems
         run = run_of(name, read, result.problems)
+        if name in launched_by:
+            _pod_facts(run, launched_by[name].facts)
         result.runs.append(run)
         noted = len(result.problems) > before
         unread = run.facts.get("unread_launcher")
@@ -255,6 +260,30 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         else:
             result.findings += check_run(run)
     return result
+
+
+def _with_mounted_files(texts: dict[str, str]) -> tuple[dict[str, str], dict[str, ExecutorFile]]:
+    """The texts with the files each Kubernetes executor's pods mount (its ConfigMaps' keys), and
+    the executor file that runs each script (by the script's name)."""
+    out, launched_by = dict(texts), {}
+    for name, text in texts.items():
+        if name.endswith((".yaml", ".yml")) and (read := read_executor_file(text, name)) is not None:
+            out.update(read.mounted)
+            if read.script is not None:
+                launched_by[read.script] = read
+    return out, launched_by
+
+
+def _pod_facts(run: Run, facts: dict[str, Fact]) -> None:
+    """The executor's facts on the run of the script its pods run; the node count and processes
+    the operator injects (PET_NNODES, PET_NPROC_PER_NODE) are torchrun's where no flag gives them."""
+    for key, fact in facts.items():
+        if key == "injected_nodes":
+            run.facts.setdefault("launcher_nodes", fact)
+        elif key == "injected_procs":
+            run.facts.setdefault("procs_per_node", fact)
+        else:
+            run.facts[key] = fact
 
 
 # facts that say a script launches something (besides its #SBATCH header's): else it is skipped

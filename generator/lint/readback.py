@@ -16,10 +16,10 @@ from generator.spec.model import MODEL_FACTS
 
 # plan fact -> the fact names the readers give it (script, Megatron arguments, DeepSpeed JSON)
 COMPARED = {
-    "nodes": ("sbatch_nodes", "launcher_nodes", "accelerate_num_machines"),
+    "nodes": ("sbatch_nodes", "launcher_nodes", "accelerate_num_machines", "pods"),
     "tasks_per_node": ("sbatch_ntasks_per_node",),
-    "gpus_per_node": ("sbatch_gpus_per_node",),
-    "procs_per_node": ("procs_per_node",),
+    "gpus_per_node": ("sbatch_gpus_per_node", "gpus_per_pod"),
+    "procs_per_node": ("procs_per_node", "pod_procs"),
     "world_size": ("world_size", "accelerate_num_processes"),
     "dp": ("dp",),
     "tp": ("tp",), "pp": ("pp", "ds_pipeline_stages"), "cp": ("cp", "ds_sequence_parallel_size"),
