@@ -49,8 +49,17 @@ def test_the_kubernetes_section_is_typed(tmp_path: Path) -> None:
      r"pytorchjob starts the launcher torchrun, not srun; set launch.launcher: torchrun"),
     ({"launch": {"executor": "jobset"}, "checkpoint": {"dir": "/scratch/run"}, "kubernetes": K8S},
      r"spec.yaml:\d+:\d+: \$.checkpoint.dir: /scratch/run is on none of the volumes kubernetes.volumes "
-     r"mounts \(/ckpt\): a restarted jobset pod would find no checkpoint to resume; mount a claim there, "
+     r"mounts \(/ckpt\): a restarted jobset node would find no checkpoint to resume; mount one there, "
      r"e.g. kubernetes: \{volumes: \[\{claim: checkpoints, mount_path: /scratch\}\]\}"),
+    ({"launch": {"executor": "skypilot"}, "checkpoint": {"dir": "/ckpt/run"},
+      "skypilot": {"accelerator": "H100"}},
+     r"\$.checkpoint.dir: /ckpt/run is on none of the volumes skypilot.buckets mounts \(none\): a restarted "
+     r"skypilot node would find no checkpoint to resume; mount one there, e.g. skypilot: \{buckets: "
+     r"\{/ckpt: s3://my-bucket/ckpt\}\}"),
+    ({"name": "a-name-long-enough-to-overflow-the-sixty-three-characters-of-a-pod", "launch": {"executor": "jobset"},
+      "kubernetes": K8S},
+     r"\$.name: 'a-name-long.*' names the JobSet; its longest pod name .*-node-0-1-abcde has 81 characters, more "
+     r"than 63; use at most 48"),
     ({"launch": {"executor": "skypilot"}},
      r"\$.launch.executor: skypilot asks SkyPilot for the GPUs by its name of them; give "
      r"skypilot.accelerator, e.g. skypilot: \{accelerator: H100\}"),
@@ -109,6 +118,9 @@ def test_lint_reads_the_generated_files_clean_and_finds_a_pod_count_that_disagre
     from generator.lint import lint_paths
 
     extra = {"skypilot": {"accelerator": "H100"}} if executor == "skypilot" else {"kubernetes": K8S}
+    extra["checkpoint"] = {"dir": "/ckpt/run"}
+    if executor == "skypilot":
+        extra["skypilot"]["buckets"] = {"/ckpt": "s3://team-bucket/ckpt"}
     files = render_all(resolve(load(tmp_path, launch={"executor": executor}, **extra)))
     out = tmp_path / "out"
     out.mkdir()

@@ -163,8 +163,9 @@ def kill(procs: list[subprocess.Popen]) -> None:
 def test_the_pods_meet_train_save_and_resume(tmp_path: Path, executor: str) -> None:
     path = tmp_path / "spec.yaml"
     data = spec(tmp_path, executor)
-    if executor == "skypilot":
+    if executor == "skypilot":  # the claim stands for a bucket the nodes mount
         data.pop("kubernetes")
+        data["skypilot"] = {"buckets": {str(tmp_path / "claim"): "s3://e2e-bucket/ckpt"}}
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     files = render_all(resolve(load_spec(path)))
     pods = pod_commands(executor, files, tmp_path, free_port())

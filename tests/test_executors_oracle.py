@@ -193,7 +193,8 @@ def sky_check(path: Path, tmp_path: Path) -> subprocess.CompletedProcess:
 
 def test_the_skypilot_task_passes_skypilots_own_validation(tmp_path: Path) -> None:
     files = files_of(tmp_path, "skypilot", kubernetes=None,
-                     skypilot={"accelerator": "H100", "infra": "k8s", "recovery": "FAILOVER", "disk_size": 512})
+                     skypilot={"accelerator": "H100", "infra": "k8s", "recovery": "FAILOVER", "disk_size": 512,
+                               "buckets": {"/ckpt": "s3://team-bucket/ckpt"}})
     path = tmp_path / "sky.yaml"
     path.write_text(files["sky.yaml"])
     proc = sky_check(path, tmp_path)

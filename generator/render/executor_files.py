@@ -190,7 +190,8 @@ def sky_task(plan: Plan) -> dict[str, Any]:
                             "resources": resources}
     if s.workdir is not None:
         task["workdir"] = s.workdir
-    task["file_mounts"] = {SKY_MOUNT: "."}
+    buckets = {path: {"source": uri, "mode": "MOUNT"} for path, uri in s.buckets}
+    task["file_mounts"] = {SKY_MOUNT: ".", **buckets}
     task["run"] = f"bash {SKY_MOUNT}/{SCRIPT}\n"
     return task
 

@@ -512,24 +512,27 @@ def _executor(name: str, at: At) -> str:
     problem = record.name_problem(job, at.setting("cluster", "nodes"))
     if problem is not None:
         raise UserError(f"$.name: {job!r} names the {record.title}; {problem}", at.doc.locate(["name"]))
-    if record.kubernetes:
-        _checkpoint_on_a_volume(name, at)
+    if record.volumes is not None:
+        _checkpoint_on_a_volume(name, record.volumes, at)
     return name
 
 
-def _checkpoint_on_a_volume(name: str, at: At) -> None:
-    """checkpoint.dir on a mounted claim: a pod's own file system is gone when it restarts."""
+def _checkpoint_on_a_volume(name: str, setting: str, at: At) -> None:
+    """checkpoint.dir on a mounted claim or bucket: a pod's or a node's own disk is gone when it
+    restarts or is recovered."""
     folder = at.setting("checkpoint", "dir")
     if not isinstance(folder, str):
         return
-    mounts = [v["mount_path"] for v in at.setting("kubernetes", "volumes") or ()]
+    given = at.setting(*setting.split(".")) or ()
+    mounts = [v["mount_path"] for v in given] if isinstance(given, list) else list(given)
     if any(folder == m or folder.startswith(m.rstrip("/") + "/") for m in mounts):
         return
-    raise UserError(f"$.checkpoint.dir: {folder} is on none of the volumes kubernetes.volumes mounts "
-                    f"({', '.join(mounts) or 'none'}): a restarted {name} pod would find no checkpoint to "
-                    "resume; mount a claim there, e.g. kubernetes: {volumes: [{claim: checkpoints, "
-                    f"mount_path: {folder.rsplit('/', 1)[0] or '/'}}}]}}",
-                    at.doc.locate(["checkpoint", "dir"]))
+    parent = folder.rsplit("/", 1)[0] or "/"
+    example = (f"kubernetes: {{volumes: [{{claim: checkpoints, mount_path: {parent}}}]}}"
+               if setting.startswith("kubernetes") else f"skypilot: {{buckets: {{{parent}: s3://my-bucket{parent}}}}}")
+    raise UserError(f"$.checkpoint.dir: {folder} is on none of the volumes {setting} mounts "
+                    f"({', '.join(mounts) or 'none'}): a restarted {name} node would find no checkpoint to "
+                    f"resume; mount one there, e.g. {example}", at.doc.locate(["checkpoint", "dir"]))
 
 
 @value
@@ -627,6 +630,7 @@ class Skypilot:
     recovery: str | None
     max_restarts_on_errors: int
     workdir: str | None
+    buckets: tuple[tuple[str, str], ...] = converted(lambda given, at: tuple(given.items()))
 
 
 def _model(given: dict, at: At) -> Model:
