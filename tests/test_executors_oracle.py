@@ -205,3 +205,28 @@ def test_the_skypilot_task_passes_skypilots_own_validation(tmp_path: Path) -> No
     bad["num_node"] = bad.pop("num_nodes")  # a typo: refused
     path.write_text(yaml.safe_dump(bad))
     assert sky_check(path, tmp_path).returncode != 0
+
+
+EXECUTOR_SAMPLES = [s for s in (ROOT / "samples").glob("*.yaml") if "executor:" in s.read_text()
+                    and "executor: slurm" not in s.read_text()]
+
+
+@pytest.mark.parametrize("sample", EXECUTOR_SAMPLES, ids=[s.stem for s in EXECUTOR_SAMPLES])
+def test_the_samples_validate(sample: Path, tmp_path: Path) -> None:
+    """Each sample on an executor: its file against the CRD and kubernetes-validate, or SkyPilot's."""
+    spec = load_spec(sample)
+    from generator.executors import executor_of
+
+    record = executor_of(spec.launch.executor)
+    files = render_all(resolve(spec))
+    if not record.kubernetes:
+        (tmp_path / "sky.yaml").write_text(files[record.file])
+        proc = sky_check(tmp_path / "sky.yaml", tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return
+    kv = require_oracle("kubernetes_validate")
+    configmap, job = documents(files[record.file])
+    jsonschema.Draft7Validator(crd_schema(job["kind"])).validate(job)
+    assert cel_problems(job) == []
+    for obj in [configmap, *pods_of(job)]:
+        kv.validate(obj, "1.31", strict=True)

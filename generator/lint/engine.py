@@ -106,7 +106,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
                 return found
         return None
 
-    sourced: set[str] = set()
+    sourced: set[str] = set(_copies_of_mounted(texts, launched_by))
 
     def follow(path_text: str, near: str) -> tuple[str, str] | None:
         found = find(path_text, near)
@@ -210,7 +210,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         result.problems += read.problems
         run = run_of(name, read, result.problems)
         if name in launched_by:
-            _pod_facts(run, launched_by[name].facts)
+            _pod_facts(run, launched_by[name])
         result.runs.append(run)
         noted = len(result.problems) > before
         unread = run.facts.get("unread_launcher")
@@ -274,10 +274,25 @@ def _with_mounted_files(texts: dict[str, str]) -> tuple[dict[str, str], dict[str
     return out, launched_by
 
 
-def _pod_facts(run: Run, facts: dict[str, Fact]) -> None:
-    """The executor's facts on the run of the script its pods run; the node count and processes
-    the operator injects (PET_NNODES, PET_NPROC_PER_NODE) are torchrun's where no flag gives them."""
-    for key, fact in facts.items():
+def _copies_of_mounted(texts: dict[str, str], launched_by: dict[str, ExecutorFile]) -> list[str]:
+    """Files beside an executor's file that are copies of what its ConfigMap mounts (generate
+    writes megatron_args.sh both ways): read once, as the pods read them."""
+    out = []
+    for executor in {id(e): e for e in launched_by.values()}.values():
+        folder = posixpath.dirname(executor.file)
+        for name, text in executor.mounted.items():
+            beside = posixpath.join(folder, name.rsplit("/", 1)[-1])
+            if beside != name and texts.get(beside, "").lstrip("\n") == text.lstrip("\n"):
+                out.append(beside)
+    return out
+
+
+def _pod_facts(run: Run, executor: ExecutorFile) -> None:
+    """The executor's facts on the run of the script its pods run (and the file, for import);
+    the node count and processes the operator injects (PET_NNODES, PET_NPROC_PER_NODE) are
+    torchrun's where no flag gives them."""
+    run.facts["executor_file"] = Fact(executor, executor.file)
+    for key, fact in executor.facts.items():
         if key == "injected_nodes":
             run.facts.setdefault("launcher_nodes", fact)
         elif key == "injected_procs":

@@ -30,7 +30,9 @@ _GPU = re.compile(r"gpu|Ascend|gaudi", re.I)  # the operators count resources wh
 class ExecutorFile:
     """What lint reads in an executor's file."""
 
+    file: str
     kind: str
+    data: dict  # the job object (Kubernetes) or the task (SkyPilot), as data
     mounted: dict[str, str]  # the files the pods mount (ConfigMap keys), by lint name
     script: str | None  # the lint name of the script the container runs (None: not found)
     facts: dict[str, Fact]
@@ -141,7 +143,7 @@ def _kubernetes(file: str, docs: list, node: yaml.Node, job: dict) -> ExecutorFi
     if script is not None and kind in ("TrainJob", "PyTorchJob"):  # PET_NNODES, PET_NPROC_PER_NODE
         facts["injected_nodes"] = facts.get("pods")
         facts["injected_procs"] = facts.get("pod_procs")
-    return ExecutorFile(kind, mounted, script, {k: v for k, v in facts.items() if v is not None})
+    return ExecutorFile(file, kind, job, mounted, script, {k: v for k, v in facts.items() if v is not None})
 
 
 def _shape(kind: str, job: dict) -> tuple:
@@ -216,5 +218,5 @@ def _skypilot(file: str, node: yaml.Node, task: dict) -> ExecutorFile:
         folder, key = posixpath.split(words[1])
         if folder in mounts:
             script = posixpath.normpath(posixpath.join(posixpath.dirname(file), mounts[folder], key))
-            return ExecutorFile("SkyPilot task", {}, script, facts)
-    return ExecutorFile("SkyPilot task", {script: run}, script, facts)
+            return ExecutorFile(file, "SkyPilot task", task, {}, script, facts)
+    return ExecutorFile(file, "SkyPilot task", task, {script: run}, script, facts)
