@@ -143,13 +143,13 @@ def build_draft(run: Run, plan: tuple[str, dict] | None, chains: bool = False) -
         read_deepspeed(run.ds_facts, draft, owns_optimizer=record.plain_deepspeed)
     if facts:
         read_launch_facts(facts, run.name, draft)
-    if "executor_file" in facts:
-        read_executor(facts["executor_file"].value, draft)
     else:
         stem = posixpath.basename(run.name).rsplit(".", 1)[0]
         draft.unknown("name", "a DeepSpeed config without a launch script; named after it", stem)
         for key in ("nodes", "gpus_per_node", "gpu"):
             draft.unknown(f"cluster.{key}", "a DeepSpeed config without a launch script")
+    if "executor_file" in facts:
+        read_executor(facts["executor_file"].value, draft)
     draft.set("launch.extra_args", _runtime_words(extra, facts, draft))
     if record.dialect_setting == "megatron.version" and "megatron.version" not in draft.values:
         draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "
