@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from generator.artifacts import render_all
+from generator.calculator.resolve import resolve as resolve_spec
 from generator.errors import UserError
 from generator.executors import executor_of, executors
 from generator.run import load_spec
@@ -167,3 +168,56 @@ def test_generate_check_covers_the_executors_file(tmp_path: Path) -> None:
     (out / "trainjob.yaml").write_text((out / "trainjob.yaml").read_text().replace("numNodes: 2", "numNodes: 4"))
     result = runner.invoke(app, ["generate", str(path), "--out", str(out), "--check"])
     assert result.exit_code == 1 and "trainjob.yaml" in result.output + result.stderr
+
+
+HOSTILE = ["$(touch pwned)", "`touch pwned`", "a; touch pwned", "it's \"quoted\"", "tab\tbed", "*"]
+
+
+@pytest.mark.parametrize("executor", ["trainjob", "jobset", "skypilot"])
+def test_the_pods_script_is_shellcheck_clean_and_passes_hostile_words_literally(tmp_path: Path,
+                                                                                executor: str) -> None:
+    """launch.sh as the pods run it: shellcheck finds nothing, and bash hands torchrun the
+    extra arguments and exports the environment exactly as the spec gives them (a torchrun on
+    PATH that records its argv and environment stands in: what is tested is the script's
+    quoting), running nothing they contain."""
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    from .test_artifacts import shellcheck
+
+    extra = {"skypilot": {"accelerator": "H100"}} if executor == "skypilot" else {"kubernetes": K8S}
+
+    def pod_files(folder: Path, **launch) -> None:
+        files = render_all(resolve_spec(load(tmp_path, launch={"executor": executor, **launch}, **extra)))
+        mounted = files if executor == "skypilot" else \
+            list(yaml.safe_load_all(files[executor_of(executor).file]))[0]["data"]
+        folder.mkdir()
+        for name, text in mounted.items():
+            (folder / name).write_text(text)
+
+    pod_files(tmp_path / "plain", env={"NCCL_DEBUG": "WARN"}, extra_args=["--use-flash-attn"])
+    check = subprocess.run([shellcheck(), "-x", "-S", "style", "launch.sh"], cwd=tmp_path / "plain",
+                           capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout
+    pod = tmp_path / "pod"
+    pod_files(pod, extra_args=HOSTILE, check_extra_args=False,
+              env={"NCCL_DEBUG": "$(touch pwned)", "WEIRD": "it's \"quoted\""})
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "torchrun").write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                                      "print(json.dumps({'argv': sys.argv[1:], 'env': dict(os.environ)}))\n")
+    (bin_dir / "torchrun").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PET_NNODES": "2", "SKYPILOT_NUM_NODES": "2",
+           "SKYPILOT_NODE_IPS": "10.0.0.1\n10.0.0.2", "SKYPILOT_NODE_RANK": "0", "JOB_COMPLETION_INDEX": "0",
+           "MASTER_ADDR": "t-node-0-0.t", "MASTER_PORT": "29500"}
+    proc = subprocess.run(["bash", str(pod / "launch.sh")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["argv"][-len(HOSTILE):] == HOSTILE
+    assert got["env"]["NCCL_DEBUG"] == "$(touch pwned)" and got["env"]["WEIRD"] == "it's \"quoted\""
+    assert got["env"]["GEN_LAUNCH_DIR"] == str(pod)
+    assert not (tmp_path / "pwned").exists() and not (pod / "pwned").exists()
