@@ -296,6 +296,37 @@ def plan_(
 
 
 @app.command()
+def report(
+    spec: SpecArg,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="The page to write (default: "
+                   "launch/<name>/report.html).")] = None,
+    overrides: SetOption = None,
+) -> None:
+    """Write one self-contained HTML page of the plan: memory per GPU by pipeline stage, the
+    learning rate and batch over the run, one step's pipeline timeline, and auto-plan's ranking
+    (a sweep: one page per point). Needs the report extra: pip install 'gen-launch[report]'."""
+
+    def run() -> None:
+        # deferred: the report's modules (matplotlib), imported when it runs (start-up)
+        from generator.report import report_pages
+
+        name, pages = report_pages(spec, str(spec), tuple(overrides or ()))
+        if out is not None and len(pages) != 1:
+            raise UserError(f"{spec}: a sweep's {len(pages)} points each get a page in "
+                            f"launch/{name}/<point>/; give no --out")
+        for relative, page in pages.items():
+            target = out if out is not None else Path("launch") / name / relative
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(page, encoding="utf-8")
+            except OSError as exc:
+                raise UserError(f"cannot write {target}: {exc.strerror}") from None
+            typer.echo(f"wrote {target}")
+
+    _guarded(run)
+
+
+@app.command()
 def lint(
     paths: Annotated[list[Path], typer.Argument(
         help="Launch scripts, DeepSpeed JSON, specs or folders.", show_default=False)],

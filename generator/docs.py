@@ -279,10 +279,15 @@ SCHEMA = "schemas/spec.schema.json"
 
 def schema_text(root: Path = ROOT) -> str:
     """The spec schema with its framework and megatron.fork values (enum, their descriptions, the
-    default fork) written from the records (generator/frameworks.py): a framework or a fork is
-    added there, and here it reaches the schema."""
+    default fork) written from the records (generator/frameworks.py), and cluster.gpu's from the
+    presets (generator/presets/gpus.yaml): a framework, a fork or a GPU is added there, and here it
+    reaches the schema."""
     schema = json.loads((root / SCHEMA).read_text(encoding="utf-8"))
     props = schema["properties"]
+    gpu = props["cluster"]["properties"]["gpu"]
+    gpu["enum"] = list(presets.gpus())
+    gpu["oneOf"] = [{"const": name, "description": f"{name} preset (see generator/presets/gpus.yaml)"}
+                    for name in presets.gpus()]
     props["framework"]["enum"] = list(FRAMEWORKS)
     props["framework"]["oneOf"] = [{"const": f.name, "description": f.description}
                                    for f in FRAMEWORKS.values()]

@@ -141,9 +141,14 @@ def _model_lines(plan: Plan) -> list[str]:
 
 
 def _advice(plan: Plan) -> list[str]:
+    """The advice under its header; no advice, no header."""
+    lines = advice_lines(plan)
+    return ["", "Advice (published laws and estimates; not applied to the plan)", *lines] if lines else []
+
+
+def advice_lines(plan: Plan) -> list[str]:
     """Scaling-law advice, labelled; it never changes the plan. A fine-tune gets none of the
-    pre-training laws (their batch and learning rate are for training from scratch); no
-    advice, no header."""
+    pre-training laws (their batch and learning rate are for training from scratch)."""
     m = plan.model
     laws = [] if fine_tune(plan) else [deepseek_llm(m.num_layers, m.hidden_size, m.seq_length,
                                                     plan.train_tokens)]
@@ -171,7 +176,7 @@ def _advice(plan: Plan) -> list[str]:
                      f"divides the batch and fits the estimate (now {plan.micro_batch_size}, "
                      f"accumulation {plan.gradient_accumulation_steps}); a larger micro batch runs "
                      f"bigger GEMMs but holds more activations{bubble}")
-    return ["", "Advice (published laws and estimates; not applied to the plan)", *lines] if lines else []
+    return lines
 
 
 def _largest_fitting_micro(plan: Plan) -> int | None:
@@ -200,6 +205,13 @@ def _ramp_lines(plan: Plan) -> list[str]:
 def _bar(fraction: float, width: int = 24) -> str:
     filled = max(0, min(width, round(fraction * width)))
     return "█" * filled + "·" * (width - filled)
+
+
+def _no_flash_kernel(plan: Plan) -> str:
+    why = ("the spec's training.flash_attention" if plan.spec.training.flash_attention is not None
+           else f"{plan.dialect.title} has none")
+    return (f"  no flash kernel ({why}): the s×s scores are GEMMs at their efficiency, the softmax over "
+            "them memory-bound work, and they are stored for the backward unless recomputed")
 
 
 def _estimates(plan: Plan) -> list[str]:
@@ -237,11 +249,14 @@ def _estimates(plan: Plan) -> list[str]:
         f"bubble {p.bubble_s:.2f} + tp comm {p.tp_comm_s:.2f} + cp comm {p.cp_comm_s:.2f} + "
         f"dp comm {p.dp_comm_s:.2f} + pp p2p {p.pp_comm_s:.2f}"
         + (f" + ZeRO-3 gathers {p.zero3_gather_s:.2f}" if p.zero3_gather_s else "")
-        + (f" + MoE all-to-all {p.moe_comm_s:.2f}" if p.moe_comm_s else "")
+        + (f" + MoE all-to-all {p.moe_comm_s:.2f}" + (" (what its overlap leaves exposed)"
+                                                        if plan.spec.parallelism.ep_comm_overlap else "")
+           if p.moe_comm_s else "")
         + (f" + optimizer step {p.optimizer_s:.2f}" if p.optimizer_s else ""),
         *([f"  flash attention core {p.attention_s:.2f} s of the compute (at its kernel's speed for "
            f"{plan.model.seq_length // plan.cp:,}-token calls; a causal mask computes half the scores)"]
           if p.attention_s else []),
+        *([_no_flash_kernel(plan)] if not layout_of(plan).flash_attention else []),
         *([f"  MoE token reordering for the experts (permute, sort and back): {p.moe_permute_s:.2f} s of "
            f"the memory-bound time"] if p.moe_permute_s else []),
         *([f"  DeepSpeed adding up each micro-batch's gradients (outside the GEMMs): "

@@ -181,3 +181,32 @@ def test_frameworks_other_than_megatron_core_run_flash_attention_2() -> None:
     a100 = replace(H100, peak_tflops=312, attention_kernel="fa2-a100")
     assert estimate_performance(LLAMA3_8B, Layout(framework="fsdp"), a100, 1).attention_s == \
         pytest.approx(estimate_performance(LLAMA3_8B, Layout(), a100, 1).attention_s)
+
+
+def test_bloom_s_fork_stores_the_scores_unless_the_spec_says_otherwise(tmp_path) -> None:
+    """BigScience's Megatron-DeepSpeed has no flash kernel (its table: ``flash_attention:
+    false``): an unset training.flash_attention is false there, so the estimate keeps the s×s
+    scores without recompute (Korthikanti's 5as²b/t per layer) and costs the attention core as
+    memory-bound work; Megatron-LM's default stays the flash kernel; a value given wins."""
+    from generator.estimate.plan import estimate_plan, layout_of
+    from generator.explain import explain_text
+    from tests.helpers import plan_of, spec_dict
+
+    bloom = {"framework": "megatron-deepspeed", "megatron": {"fork": "bigscience"},
+             "model": {"position_embedding": "alibi"}, "parallelism": {"tp": 2, "pp": 2, "zero_stage": 1}}
+    plans = {given: plan_of(tmp_path, spec_dict(**bloom, training={"recompute": "none",
+                                                                   "flash_attention": given}))
+             for given in (None, True, False)}
+    assert [layout_of(plans[g]).flash_attention for g in (None, True, False)] == [False, True, False]
+    assert plans[None].to_json()["training"]["flash_attention"] is False
+    unset, flash = estimate_plan(plans[None]), estimate_plan(plans[True])
+    assert unset == estimate_plan(plans[False])
+    scores = 5 * 16 * 2048 ** 2 * 2 / 2  # 5·a·s²·b / t bytes per layer (a 16, s 2048, b 2, t 2)
+    in_flight_layers = 4 * 2  # the first stage: 4 layers, 2 micro-batches in flight (pp 2)
+    assert unset.memory.activations - flash.memory.activations == pytest.approx(scores * in_flight_layers)
+    assert unset.performance.memory_s > flash.performance.memory_s and unset.performance.attention_s == 0
+    assert layout_of(plan_of(tmp_path, spec_dict())).flash_attention is True  # Megatron-LM's default
+    said = {g: explain_text(plans[g]) for g in (None, True, False)}
+    assert "no flash kernel (Megatron-DeepSpeed (bigscience, BLOOM's fork) has none)" in said[None]
+    assert "no flash kernel (the spec's training.flash_attention)" in said[False]
+    assert "no flash kernel" not in said[True] and "flash attention core" in said[True]

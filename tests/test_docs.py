@@ -120,7 +120,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     out = subprocess.run(["bash", "-c", extract + 'printf "%s" "$command"'], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     assert out == command
-    assert "pytest" in command and "[test,oracle]" in command
+    assert "pytest" in command and "[test,oracle,report]" in command
 
 
 def test_no_docstring_cites_a_file_the_repository_lacks() -> None:

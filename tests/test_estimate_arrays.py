@@ -16,7 +16,7 @@ from generator.estimate.params import Shape
 from generator.estimate.performance import Hardware, Performance, estimate_performance
 
 DENSE = Shape(12, 2048, 16, 4, 5632, 32000, 4096, gated=True, rmsnorm=True, bias=False)
-MOE = replace(DENSE, num_experts=8, moe_ffn_hidden_size=1408, shared_expert_size=1408, moe_dense_layers=1)
+MOE = replace(DENSE, num_experts=8, top_k=2, moe_ffn_hidden_size=1408, shared_expert_size=1408, moe_dense_layers=1)
 H100 = Hardware(989, 0.6, 3.35, 450, 50, 8)
 N = 6  # layouts per example
 NUMBERS = {"pp": [1, 2, 3, 4], "cp": [1, 2, 4], "ep": [1, 2, 4, 8], "vpp": [1, 2, 3], "dp": [1, 2, 4, 16],
@@ -39,6 +39,7 @@ def layouts(draw) -> tuple[Shape, Layout, list[Layout], numpy.ndarray]:
         "optimizer_states": draw(st.sampled_from(["fp32", "bf16"])),
         "main_grads": draw(st.sampled_from(["fp32", "bf16"])),
         "moe_dispatcher": draw(st.sampled_from(["alltoall", "allgather", "flex"])),
+        "ep_comm_overlap": draw(st.booleans()),
         "shard_dp": draw(st.sampled_from([None, 8])),
     }
     uneven = draw(st.booleans())
@@ -60,13 +61,13 @@ def layouts(draw) -> tuple[Shape, Layout, list[Layout], numpy.ndarray]:
 def test_an_array_of_layouts_is_estimated_as_each_alone(case) -> None:
     shape, together, singles, batches = case
     memory = estimate_memory(shape, together, 79.6)
-    performance = estimate_performance(shape, together, H100, batches, 2)
+    performance = estimate_performance(shape, together, H100, batches)
     for i, single in enumerate(singles):
         alone = estimate_memory(shape, single, 79.6)
         for f in fields(Memory):
             assert numpy.asarray(getattr(memory, f.name)).reshape(-1)[i if f.name != "capacity" else 0] == \
                 getattr(alone, f.name), (f.name, single)
-        step = estimate_performance(shape, single, H100, int(batches[i]), 2)
+        step = estimate_performance(shape, single, H100, int(batches[i]))
         for f in fields(Performance):
             value = numpy.asarray(getattr(performance, f.name))
             assert (value if value.ndim == 0 else value[i]) == getattr(step, f.name), (f.name, single)

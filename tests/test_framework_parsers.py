@@ -528,12 +528,11 @@ def test_the_flops_per_step_are_megatrons_count_of_the_model_built(trees, tmp_pa
             (case,) = cases_of(spec_files(spec)[0], path.stem)
             case["flops_vocab"] = plan.model.vocab_size
             cases.append(case)
-            shapes.append((Shape.of(plan.model, plan.padded_vocab_size), plan.global_batch_size,
-                           plan.model.moe_top_k))
+            shapes.append((Shape.of(plan.model, plan.padded_vocab_size), plan.global_batch_size))
     results = run_parsers(trees, cases)
-    for case, result, (shape, batch, top_k) in zip(cases, results, shapes, strict=True):
+    for case, result, (shape, batch) in zip(cases, results, shapes, strict=True):
         assert result["ok"], (case["label"], result)
-        ours = step_flops(shape, batch, "none", top_k)[0]
-        core = forward_flops_per_token(shape, top_k)[1]
+        ours = step_flops(shape, batch, "none")[0]
+        core = forward_flops_per_token(shape)[1]
         causal_half = 3 * core / 2 * batch * shape.seq_length
         assert ours - causal_half == pytest.approx(result["flops"], rel=1e-12), case["label"]

@@ -318,11 +318,17 @@ def test_a_bloom_script_imports_as_bigscience(tmp_path: Path) -> None:
                                             "--position-embedding-type alibi --checkpoint-activations "
                                             "--deepspeed --deepspeed_config ds.json --zero-stage 0")
                       .replace("--vocab-size 32000", "--pad-vocab-size-to 250880"))
-    spec = yaml.safe_load(import_paths([script]).text)
+    imported = import_paths([script])
+    spec = yaml.safe_load(imported.text)
     assert spec["framework"] == "megatron-deepspeed" and spec["megatron"]["fork"] == "bigscience"
     assert spec["model"]["position_embedding"] == "alibi" and spec["training"]["recompute"] == "full"
     assert "--pad-vocab-size-to" in spec["launch"]["extra_args"]  # BLOOM's own flag, kept with its value
     assert spec["launch"]["extra_args"][spec["launch"]["extra_args"].index("--pad-vocab-size-to") + 1] == "250880"
+    assert spec["training"]["flash_attention"] is False  # its fork has no flash kernel
+    assert "false assumed (Megatron-DeepSpeed (bigscience, BLOOM's fork) has no flash kernel)" in \
+        imported.draft.marks["training.flash_attention"]
+    (tmp_path / "plain.sh").write_text(RUNTIME_SCRIPT)  # NVIDIA's Megatron-LM: a flash kernel
+    assert yaml.safe_load(import_paths([tmp_path / "plain.sh"]).text)["training"]["flash_attention"] is True
 
 
 def test_another_spelling_of_a_rendered_value_is_marked(tmp_path: Path) -> None:

@@ -45,7 +45,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("generator.run",),
     ("generator.lint", "generator.render", "generator.explain", "generator.sweep"),
     # what writes or compares files (artifacts runs the read-back, lint/readback.py)
-    ("generator.artifacts", "generator.importer", "generator.resume", "generator.drift"),
+    # (and the report page: a run's plans, explain's advice, auto-plan's ranking, drawn)
+    ("generator.artifacts", "generator.importer", "generator.resume", "generator.drift", "generator.report"),
     # the command line, and the developer tool that regenerates docs/ (python -m generator.docs)
     ("generator.cli", "generator.docs"),
     ("generator.__main__",),  # python -m generator: the command line

@@ -41,3 +41,7 @@ def test_wheel_installs_and_runs_elsewhere(tmp_path: Path) -> None:
     assert (out / "ds_config.json").read_text() == expected.read_text()
     assert sorted(p.name for p in out.iterdir()) == [
         "ds_config.json", "launch.sbatch", "megatron_args.sh", "plan.json"]
+    # without the report extra (no matplotlib here), report names it and writes nothing
+    refused = subprocess.run([gen, "report", sample], cwd=elsewhere, capture_output=True, text=True, check=False)
+    assert refused.returncode == 2 and "pip install 'gen-launch[report]'" in refused.stderr, refused.stderr
+    assert not (out / "report.html").exists()

@@ -337,7 +337,9 @@ def test_a_run_longer_than_its_allocation_chains_jobs_two_at_most_until_done(slu
           "submission; " + ", ".join(f"{p['job']}: {p['start']}->{p['end']} ({p['exit']})" for p in progress))
     assert most <= 2 and at_submission == 2
     assert [p["job"] for p in progress] == jobs  # one at a time, each submitted by the one before
-    assert len(jobs) == 3 and progress[0]["start"] == 0 and progress[-1]["end"] == 500
+    # (how many jobs depends on how many iterations the machine runs in a job's scaled minutes:
+    # three on an idle CI machine, more under load)
+    assert len(jobs) >= 2 and progress[0]["start"] == 0 and progress[-1]["end"] == 500
     for before, after in zip(progress, progress[1:], strict=False):
         assert after["start"] == before["end"] > before["start"]  # resumed where the previous job saved
     assert all(p["exit"] == "exit-duration" for p in progress[:-1]) and progress[-1]["exit"] == "done"

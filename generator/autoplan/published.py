@@ -67,22 +67,25 @@ def cases() -> list[Published]:
                   {"tp": "auto", "pp": "auto", "vpp": "auto"},
                   {"precision": "fp16", "recompute": "full", "flash_attention": False}),
             {"tp": t, "pp": p, "vpp": vpp}))
-    searched = {"micro": "auto", "training": {"recompute": "auto"}}
-    for name, framework, gpus, gpu, preset, batch, extra, precision, layout in (
+    # BLOOM's layout was chosen among layouts that all ran --checkpoint-activations (the
+    # tr11-176B-ml slurm script and every layout measured in its chronicles-prequel.md): without a
+    # flash kernel in its fork, its search was over full recompute only
+    for name, framework, gpus, gpu, preset, batch, extra, precision, layout, recompute in (
             ("GPT-NeoX-20B", "megatron-deepspeed", 96, "a100-40gb", "gpt-neox-20b", 1536,
-             {"zero_stage": "auto"}, "fp16", {"tp": 2, "pp": 4}),
+             {"zero_stage": "auto"}, "fp16", {"tp": 2, "pp": 4}, "auto"),
             ("BLOOM-176B", "megatron-deepspeed", 384, "a100-80gb", "bloom-176b", 2048,
-             {"zero_stage": "auto"}, "bf16", {"tp": 4, "pp": 12}),
+             {"zero_stage": "auto"}, "bf16", {"tp": 4, "pp": 12}, "full"),
             ("NeMo GPT-3 175B", "megatron-lm", 1024, "a100-80gb", "gpt3-175b", 2048,
-             {"vpp": "auto", "distributed_optimizer": "auto"}, "bf16", {"tp": 4, "pp": 8, "vpp": 6})):
+             {"vpp": "auto", "distributed_optimizer": "auto"}, "bf16", {"tp": 4, "pp": 8, "vpp": 6},
+             "auto")):
         # GPT-NeoX's parallel residual is its own (no Megatron dialect builds it); the layout
         # search costs the same layers either way
         model = {"preset": preset, **({"parallel_residual": False} if preset == "gpt-neox-20b" else {})}
         out.append(Published(
             name, _SOURCES[name], _spec(name.lower().replace(" ", "-"), framework, gpus, gpu,
-                                               model, batch, searched["micro"],
+                                               model, batch, "auto",
                                                {"tp": "auto", "pp": "auto", **extra},
-                                               {"precision": precision, **searched["training"]}),
+                                               {"precision": precision, "recompute": recompute}),
             layout))
     return out
 

@@ -300,8 +300,8 @@ def _estimate_all(spec, rows: list[dict[str, Any]], recomputes: list[str], capac
         shape = _shape(spec, values["tp"], shapes)
         totals[index] = estimate_memory(shape, layout, capacity).total
         if hardware is not None:
-            steps[index] = estimate_performance(shape, layout, hardware, values["global_batch_size"],
-                                                spec.model.moe_top_k).step_time_s
+            steps[index] = estimate_performance(shape, layout, hardware,
+                                                values["global_batch_size"]).step_time_s
     return totals, steps
 
 
@@ -447,7 +447,7 @@ def _estimate(spec, shape: Shape, v: dict[str, Any], recompute: str, capacity, h
     layout = _layout(spec, v, recompute)
     memory = estimate_memory(shape, layout, capacity)
     performance = None if hardware is None else estimate_performance(
-        shape, layout, hardware, v["global_batch_size"], spec.model.moe_top_k)
+        shape, layout, hardware, v["global_batch_size"])
     return Candidate(v["tp"], v["pp"], v["cp"], v["ep"], v["vpp"], v["dp"], v["micro_batch_size"],
                      v["gradient_accumulation_steps"], v["global_batch_size"], v["zero_stage"],
                      v["distributed_optimizer"], recompute, v["sequence_parallel"], memory, performance,

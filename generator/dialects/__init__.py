@@ -414,6 +414,20 @@ def dialect_of(spec) -> Dialect | None:
     return dialect(record.name, spec.megatron.version if record.releases else None)
 
 
+def flash_attention(spec) -> bool:
+    """Whether the run's attention is a flash kernel: the spec's training.flash_attention, else
+    its Megatron dialect's (every dialect but one whose table says ``flash_attention: false``,
+    BLOOM's fork), else true (FlashAttention-2 under the other frameworks)."""
+    if spec.training.flash_attention is not None:
+        return spec.training.flash_attention
+    return runs_flash_attention(dialect_of(spec))
+
+
+def runs_flash_attention(table: Dialect | None) -> bool:
+    """Whether a Megatron dialect's attention is a flash kernel (None: not a Megatron run)."""
+    return table is None or table.capabilities.get("flash_attention", True) is not False
+
+
 @cache
 def all_entries() -> tuple[Entry, ...]:
     """Every entry of every Megatron dialect (the readers accept any of their spellings)."""

@@ -48,6 +48,7 @@ class Layout:
     main_grads: str = "fp32"
     overlap_grad_reduce: bool = True  # the data-parallel reduction runs under the backward pass
     moe_dispatcher: str = "alltoall"  # how tokens reach their experts: alltoall | allgather | flex
+    ep_comm_overlap: bool = False  # MoE dispatch/combine overlapped with another micro-batch's compute
     tp_comm_overlap: bool = False  # the tensor-parallel collectives pipelined with the GEMMs
     overlap_p2p_comm: bool = False  # interleaved pipelines' sends overlapped with the chunks' compute
     # DeepSpeed's data_types.grad_accum_dtype: None, its default (and what gen-launch renders),

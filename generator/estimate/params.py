@@ -43,6 +43,7 @@ class Shape:
     learned_positions: bool = True
     tie_embeddings: bool = True
     num_experts: int | None = None
+    top_k: int = 1  # the routed experts each token runs (moe_top_k; 1 without experts)
     qkv_bias: bool | None = None  # None: as ``bias``
     kv_channels: int | None = None  # None: hidden / heads
     qk_layernorm: bool = False
@@ -85,6 +86,7 @@ class Shape:
                    rmsnorm=model.normalization == "rmsnorm", bias=model.linear_bias,
                    learned_positions=model.position_embedding == "learned_absolute",
                    tie_embeddings=model.tie_embeddings, num_experts=model.num_experts,
+                   top_k=(model.moe_top_k or 1) if model.num_experts else 1,
                    qkv_bias=model.qkv_bias, kv_channels=model.kv_channels,
                    qk_layernorm=model.qk_layernorm, embedding_layernorm=model.embedding_layernorm,
                    max_position_embeddings=model.max_position_embeddings,

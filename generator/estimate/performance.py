@@ -92,7 +92,7 @@ class Performance:
 
 
 @lru_cache(maxsize=256)  # (the step time reads it up to three times per estimate)
-def forward_flops_per_token(shape: Shape, top_k: int | None = None) -> tuple[float, float]:
+def forward_flops_per_token(shape: Shape) -> tuple[float, float]:
     """(forward FLOPs per token for matmuls and logits, of which attention scores and values).
     The layers megatron-core builds, as Megatron-LM counts them (training.py
     num_floating_point_operations, the same in core_v0.16.1 and main) except that the attention
@@ -117,7 +117,7 @@ def forward_flops_per_token(shape: Shape, top_k: int | None = None) -> tuple[flo
     h = shape.hidden_size
     projections, core = attention_flops_per_layer(shape)
     factor = 3 if shape.gated and not shape.quick_geglu else 2  # Megatron-LM: 3 only with --swiglu
-    mlp = 2 * factor * h * ffn_widths(shape, top_k)
+    mlp = 2 * factor * h * ffn_widths(shape)
     attention_layers = shape.num_layers + shape.mtp_layers
     mtp = shape.mtp_layers * 2 * (3 * h + 2 * h * h)  # its norms and its projection
     logits = 2 * shape.vocab_size * h * (1 + shape.mtp_layers)  # the main model's and each MTP layer's
@@ -149,42 +149,41 @@ def attention_flops_per_layer(shape: Shape) -> tuple[float, float]:
     return 2 * (query + kv + output), 2 * s * heads * (mla.q_head_dim + mla.v_head_dim)
 
 
-def last_layer_ffn(shape: Shape, top_k: int | None = None) -> int:
+def last_layer_ffn(shape: Shape) -> int:
     """The FFN width a token passes through in the main model's last layer, which each MTP layer
     repeats (megatron-core builds the MTP layer's transformer layer as the last decoder layer):
     top-k routed experts and the shared experts where it is an MoE layer, else the dense FFN."""
     if shape.num_experts and shape.moe_dense_layers < shape.num_layers:
-        return (shape.moe_ffn_hidden_size or shape.ffn_hidden_size) * (top_k or 1) + shape.shared_expert_size
+        return (shape.moe_ffn_hidden_size or shape.ffn_hidden_size) * shape.top_k + shape.shared_expert_size
     return shape.ffn_hidden_size
 
 
-def ffn_widths(shape: Shape, top_k: int | None = None) -> int:
+def ffn_widths(shape: Shape) -> int:
     """The FFN widths a token passes through, summed over the main model's layers and the MTP
     layers."""
-    return mlp_widths(shape, top_k)[1] + shape.mtp_layers * last_layer_ffn(shape, top_k)
+    return mlp_widths(shape)[1] + shape.mtp_layers * last_layer_ffn(shape)
 
 
-def uncounted_flops_per_token(shape: Shape, top_k: int | None = None) -> float:
+def uncounted_flops_per_token(shape: Shape) -> float:
     """Forward GEMM FLOPs per token the model runs that Megatron-LM's count (forward_flops_per_token)
     leaves out: the gate projection of gpt-oss's gated quick-GELU, 2·h per channel of FFN width
     in every layer (MTP layers too). The time counts them (gemm_flops_per_token, and the hardware
     FLOPs); the model FLOPs, and so MFU, do not."""
     if not shape.quick_geglu:
         return 0  # (an integer: the FLOPs of other models stay integers)
-    return 2 * shape.hidden_size * ffn_widths(shape, top_k)
+    return 2 * shape.hidden_size * ffn_widths(shape)
 
 
-def step_flops(shape: Shape, global_batch: int, recompute: str,
-               top_k: int | None = None) -> tuple[float, float]:
+def step_flops(shape: Shape, global_batch: int, recompute: str) -> tuple[float, float]:
     """(model FLOPs, hardware FLOPs) of one optimizer step: the model FLOPs Megatron-LM's count
     (forward_flops_per_token, forward and backward), the hardware FLOPs what the GPUs run — the
     GEMMs that count leaves out too (uncounted_flops_per_token) and what recompute runs again.
     MTP layers run forward and backward like the others (and recompute with them: megatron-core
     checkpoints an MTP layer under full recompute)."""
-    forward, core = forward_flops_per_token(shape, top_k)
+    forward, core = forward_flops_per_token(shape)
     tokens = global_batch * shape.seq_length
     layers, attention_core = hardware_passes(recompute)
-    run = forward - core + uncounted_flops_per_token(shape, top_k)
+    run = forward - core + uncounted_flops_per_token(shape)
     return 3 * forward * tokens, (layers * run + attention_core * core) * tokens
 
 
@@ -242,16 +241,16 @@ def fp8_gemm_speedup(hw: Hardware) -> float:
     return max(1.0, hw.fp8_peak_tflops / hw.peak_tflops * hw.fp8_gemm_efficiency)
 
 
-def gemm_flops_per_token(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
+def gemm_flops_per_token(shape: Shape, layout: Layout, hw: Hardware) -> float:
     """Hardware FLOPs per token a step runs as GEMMs, in bf16-equivalents (an FP8 run's linear
     GEMMs count 1/speed-up of theirs): the linear layers and the logits, forward, backward (2×) and
     again forward under full recompute; the attention core too where no flash kernel runs it
     (unfused attention's batched GEMMs, with what recompute runs again of it: hardware_passes).
     The linear GEMMs are the ones the model runs: Megatron-LM's count and what it leaves out
     (uncounted_flops_per_token)."""
-    forward, core = forward_flops_per_token(shape, top_k)
+    forward, core = forward_flops_per_token(shape)
     logits = 2 * shape.vocab_size * shape.hidden_size * (1 + shape.mtp_layers)
-    linear = forward - core - logits + uncounted_flops_per_token(shape, top_k)
+    linear = forward - core - logits + uncounted_flops_per_token(shape)
     if fp8_gemms(layout, hw):  # the linear GEMMs in FP8, the logits in bf16
         linear = linear / fp8_gemm_speedup(hw)
     layers, attention_core = hardware_passes(layout.recompute)
@@ -274,20 +273,20 @@ def flash_attention_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float
     return per_layer * slowest_stage_layers(shape, layout)
 
 
-def mlp_widths(shape: Shape, top_k: int | None = None) -> tuple[int, int]:
+def mlp_widths(shape: Shape) -> tuple[int, int]:
     """Summed over the layers: (the MLP GEMM inputs a token makes, their FFN widths) — one input
     of the dense FFN's width in a dense layer; top-k routed experts' and each shared expert's in
     an MoE layer."""
     if not shape.num_experts:
         return shape.num_layers, shape.num_layers * shape.ffn_hidden_size
-    k = top_k or 1
+    k = shape.top_k
     moe_layers, dense = shape.num_layers - shape.moe_dense_layers, shape.moe_dense_layers
     inputs = moe_layers * (k + (1 if shape.shared_expert_size else 0)) + dense
     width = (shape.moe_ffn_hidden_size or shape.ffn_hidden_size) * k + shape.shared_expert_size
     return inputs, moe_layers * width + dense * shape.ffn_hidden_size
 
 
-def fp8_cast_bytes(shape: Shape, layout: Layout, top_k: int | None = None) -> float:
+def fp8_cast_bytes(shape: Shape, layout: Layout) -> float:
     """Bytes per token and layer that quantizing the FP8 GEMMs' operands moves on one GPU: the
     QKV, projection and MLP inputs forward (again in full recompute's forward), their output
     gradients backward. The operands of the column-parallel GEMMs' inputs and the row-parallel
@@ -295,7 +294,7 @@ def fp8_cast_bytes(shape: Shape, layout: Layout, top_k: int | None = None) -> fl
     gather (s/t rows per GPU, s without sequence parallelism); the others are split over tp."""
     h, t = shape.hidden_size, layout.tp
     query, kv = shape.query_width, shape.kv_width
-    inputs, widths = mlp_widths(shape, top_k)
+    inputs, widths = mlp_widths(shape)
     copies, ffn = inputs / shape.num_layers, widths / shape.num_layers  # an average layer's
     hidden_rows = t if layout.sequence_parallel else 1
     forward = (h + h * copies) / hidden_rows + (query + ffn) / t  # QKV, fc1 | projection, fc2 inputs
@@ -326,18 +325,17 @@ def hbm_seconds(moved_bytes: float, hw: Hardware) -> float:
     return moved_bytes / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY)
 
 
-def fp8_cast_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
+def fp8_cast_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     """Per micro-batch and GPU: quantizing the FP8 GEMMs' operands (fp8_cast_bytes) at HBM
     bandwidth; nothing without FP8 GEMMs."""
     if not fp8_gemms(layout, hw):
         return 0.0
     tokens = layout.micro_batch_size * shape.seq_length / layout.cp
-    per_token = fp8_cast_bytes(shape, layout, top_k)
+    per_token = fp8_cast_bytes(shape, layout)
     return hbm_seconds(tokens * per_token * slowest_stage_layers(shape, layout), hw)
 
 
-def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int,
-                         top_k: int | None = None) -> Performance:
+def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int) -> Performance:
     """A step-time model: compute (the GEMMs at the calibrated efficiency, a flash attention core
     at its kernel's speed) plus memory-bound work, stretched by the pipeline bubble
     (p − 1)/(v·m); tensor-parallel all-reduces (exposed, but for what --tp-comm-overlap hides)
@@ -346,18 +344,18 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     run's files turn the overlap on (Layout.overlap_grad_reduce), else exposed; the optimizer
     step after the last micro-batch. Every collective runs on the link its group's placement
     gives (NVLink inside a node, else the inter-node link; RANK_GROUPS)."""
-    model, hardware = step_flops(shape, global_batch, layout.recompute, top_k)
+    model, hardware = step_flops(shape, global_batch, layout.recompute)
     gpus = layout.tp * layout.pp * layout.cp * layout.dp
     m = maximum(layout.num_microbatches, 1)
     # every stage waits for the one with the most layers (uneven pipelines)
     balance = slowest_stage_layers(shape, layout) / (shape.num_layers / layout.pp)
     tokens = global_batch * shape.seq_length
-    gemms = tokens * gemm_flops_per_token(shape, layout, hw, top_k) / gpus * balance / \
+    gemms = tokens * gemm_flops_per_token(shape, layout, hw) / gpus * balance / \
         (hw.peak_tflops * 1e12 * hw.efficiency * gemm_rows_factor(shape, layout))
     attention = flash_attention_seconds(shape, layout, hw) * m
     compute = gemms + attention
-    casts = fp8_cast_seconds(shape, layout, hw, top_k) * m
-    permute = moe_permute_seconds(shape, layout, hw, top_k) * m
+    casts = fp8_cast_seconds(shape, layout, hw) * m
+    permute = moe_permute_seconds(shape, layout, hw) * m
     accumulate = grad_accumulation_seconds(shape, layout, hw) * m
     memory = memory_bound_seconds(shape, layout, hw) * m + casts + permute + accumulate
     bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
@@ -436,7 +434,9 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         link = hw.intranode_gbps if layout.shard_dp else link_gbps(layout, "dp_cp", hw)
         gathers = 2 * m * share * stage_params * 2 / (link * 1e9)
         zero3 = maximum(gathers - compute, gathers / shape.num_layers)  # prefetched under compute
-    moe_comm = moe_dispatch_seconds(shape, layout, hw, top_k) * m
+    moe_comm = moe_dispatch_seconds(shape, layout, hw) * m
+    if layout.ep_comm_overlap:
+        moe_comm = exposed_moe_dispatch(moe_comm, compute, layout)
     optimizer = optimizer_step_seconds(shape, layout, hw)
     step = compute + memory + bubble + tp_comm + cp_comm + dp_comm + pp_comm + zero3 + moe_comm + optimizer
     return Performance(model, hardware, step, compute, memory, bubble, tp_comm, cp_comm, dp_comm,
@@ -468,9 +468,9 @@ def gradient_bytes(layout: Layout) -> int:
     return 2
 
 
-def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None) -> float:
+def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     """Per micro-batch: an MoE layer's dispatch and combine, forward and backward (and once more
-    forward with full recompute), exposed (the rendered files turn no dispatch overlap on). The
+    forward with full recompute), exposed (exposed_moe_dispatch: what parallelism.ep_comm_overlap hides). The
     tokens of a rank are b·s/cp, split over tp with sequence parallelism; each moves its hidden
     state (16-bit) by dispatcher:
     - alltoall sends one copy per (token, expert) pair to its top-k experts among the ep ranks,
@@ -485,7 +485,7 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     Routing is taken as uniform over the experts."""
     if not shape.num_experts:
         return 0.0
-    k, h = top_k or 1, shape.hidden_size
+    k, h = shape.top_k, shape.hidden_size
     per_copy = 2 * moe_tokens(shape, layout) * h  # bytes: every token once
     alltoall = per_copy * k * (layout.ep - 1) / layout.ep / (link_gbps(layout, "ep", hw) * 1e9)
     allgather = per_copy * (layout.etp * layout.ep - layout.etp) / (link_gbps(layout, "tp_ep", hw) * 1e9)
@@ -501,6 +501,20 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int 
     return exchanges * seconds * moe_stage_layers(shape, layout)
 
 
+def exposed_moe_dispatch(dispatch: float, compute: float, layout: Layout) -> float:
+    """What stays of a step's MoE dispatch and combine with --overlap-moe-expert-parallel-comm:
+    megatron-core's combined 1F1B schedule runs one chunk's forward beside another's backward
+    and each one's all-to-all under the other's compute (the DeepSeek-V3 report's DualPipe
+    overlap, §3.2.1). Only the steady state pairs chunks: the warmup's forward-only chunks and
+    the cooldown's backward-only ones, (p − 1)·2 + (v − 1)·p of the m·v chunks on the first
+    rank (megatron-core's interleaved schedule; one without a pipeline), keep theirs exposed;
+    in the steady state what outlasts the paired compute does."""
+    chunks = layout.num_microbatches * layout.vpp
+    alone = where(layout.pp > 1, (layout.pp - 1) * 2 + (layout.vpp - 1) * layout.pp, 1)
+    unpaired = minimum(alone / maximum(chunks, 1), 1.0)
+    return dispatch * unpaired + maximum(dispatch - compute, 0.0) * (1 - unpaired)
+
+
 def moe_tokens(shape: Shape, layout: Layout) -> float:
     """The tokens an MoE layer routes on one rank per micro-batch: b·s/cp, split over tp with
     sequence parallelism."""
@@ -514,7 +528,7 @@ def moe_stage_layers(shape: Shape, layout: Layout) -> float:
     return slowest_stage_layers(shape, layout) * moe / shape.num_layers
 
 
-def moe_permute_rows(shape: Shape, layout: Layout, top_k: int | None) -> float:
+def moe_permute_rows(shape: Shape, layout: Layout) -> float:
     """Rows of h (16-bit) an MoE layer reads and writes per routed token forward, reordering tokens
     for the experts and back (megatron-core's token dispatchers), each move reading and writing
     every row it touches:
@@ -525,7 +539,7 @@ def moe_permute_rows(shape: Shape, layout: Layout, top_k: int | None) -> float:
       experts' copies and summed back (2 × (ranks + k));
     - allgather: permute and unpermute as alltoall's, no sort.
     The backward moves the gradients the same way."""
-    k = top_k or 1
+    k = shape.top_k
     sort = where(shape.num_experts / layout.ep > 1, 4 * k, 0)
     ranks = groups_holding(layout.ep, shape.num_experts, k)
     return where(layout.moe_dispatcher == "flex", 2 * (ranks + k),
@@ -569,14 +583,14 @@ def grad_accumulation_seconds(shape: Shape, layout: Layout, hw: Hardware) -> flo
     return hbm_seconds((dense + experts) * (grad + 2 * buffer), hw)
 
 
-def moe_permute_seconds(shape: Shape, layout: Layout, hw: Hardware, top_k: int | None = None) -> float:
+def moe_permute_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     """Per micro-batch and GPU: the MoE layers' token reordering (moe_permute_rows) at HBM
     bandwidth, forward, backward, and forward again under full recompute; nothing in a dense
     model."""
     if not shape.num_experts:
         return 0.0
     passes = where(layout.recompute == "full", 3, 2)
-    moved = 2 * shape.hidden_size * moe_permute_rows(shape, layout, top_k) * moe_tokens(shape, layout)
+    moved = 2 * shape.hidden_size * moe_permute_rows(shape, layout) * moe_tokens(shape, layout)
     return hbm_seconds(passes * moved * moe_stage_layers(shape, layout), hw)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from generator.dialects import flash_attention
 from generator.estimate.host import HostLoad, host_load
 from generator.estimate.memory import (
     GIB,
@@ -101,7 +102,7 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
     definition for the plan and for auto-plan's candidates, so the two count the same memory
     (HSDP's shard group, offload, precision from the spec)."""
     p = spec.parallelism
-    return Layout(**sizes, recompute=recompute, flash_attention=spec.training.flash_attention,
+    return Layout(**sizes, recompute=recompute, flash_attention=flash_attention(spec),
                   precision=spec.training.precision, fp8_recipe=spec.training.fp8_recipe,
                   optimizer_states=spec.training.optimizer_states,
                   main_grads=spec.training.main_grads,
@@ -110,7 +111,8 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
                   shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None,
                   overlap_grad_reduce=overlaps_grad_reduce(spec.framework, zero_stage, sizes.get("pp", 1)),
                   moe_dispatcher=spec.model.token_dispatcher(sizes.get("ep", 1)),
-                  tp_comm_overlap=p.tp_comm_overlap, overlap_p2p_comm=overlaps_p2p_comm(spec.framework))
+                  tp_comm_overlap=p.tp_comm_overlap, overlap_p2p_comm=overlaps_p2p_comm(spec.framework),
+                  ep_comm_overlap=p.ep_comm_overlap)
 
 
 def layout_of(plan) -> Layout:
@@ -165,7 +167,7 @@ def estimate_plan(plan) -> Estimate:
         others = tuple(alternatives(shape, layout, capacity, reach)[:4])
     hw = hardware_of(plan.gpu, plan.spec.training.precision, plan.spec.cluster.gpus_per_node)
     performance = None if hw is None else estimate_performance(
-        shape, layout, hw, plan.global_batch_size, plan.model.moe_top_k)
+        shape, layout, hw, plan.global_batch_size)
     params = count_params(shape)
     cross_check = None
     if plan.uses_deepspeed and layout.sharding in ("zero2", "zero3") and plan.pp == 1 and plan.tp == 1:

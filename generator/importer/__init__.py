@@ -15,7 +15,7 @@ from pathlib import Path
 
 from generator import __version__
 from generator.calculator.dialect import split_argv
-from generator.dialects import dialect
+from generator.dialects import dialect, runs_flash_attention
 from generator.errors import UserError, UserErrors
 from generator.frameworks import ARGUMENT_DIALECTS, FRAMEWORKS, argument_dialect, framework_of, on_vendor
 from generator.importer.additions import chains_itself, note_additions
@@ -155,8 +155,10 @@ def build_draft(run: Run, plan: tuple[str, dict] | None, chains: bool = False) -
         draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "
                       "ramp or schedule would); latest assumed", "latest")
     if "training.flash_attention" not in draft.values:
+        flash = runs_flash_attention(megatron_table)
         draft.unknown("training.flash_attention", "not in the files; used by the estimates only; "
-                      "true assumed", True)
+                      + ("true assumed" if flash else f"false assumed ({megatron_table.title} has no "
+                                                      "flash kernel)"), flash)
     if record.plain_deepspeed and "training.recompute" not in draft.values:
         draft.unknown("training.recompute", "plain DeepSpeed leaves activation checkpointing to "
                       "the training script; used by the estimates only; none assumed", "none")

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from generator import __version__
-from generator.dialects import dialect_of
+from generator.dialects import dialect_of, flash_attention
 from generator.frameworks import Framework, framework_of
 from generator.plan.ramp import BatchRamp
 from generator.plan.schedule import Schedule
@@ -324,7 +324,7 @@ class Plan:
                          "megatron_counts_in": "samples" if self.schedule.sample_based else "iterations",
                          "decay": s.training.decay, "lr": self.lr, "min_lr": s.training.min_lr},
             "training": {"precision": s.training.precision, "recompute": s.training.recompute,
-                         "flash_attention": s.training.flash_attention},
+                         "flash_attention": flash_attention(s)},
             "data": self.data_json(),
             "tokenizer": _section(s.tokenizer),
             "checkpoint": {**_section(s.checkpoint), "format": self.checkpoint_format},

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from generator import presets
-from generator.dialects import dialect, spec_field_names
+from generator.dialects import dialect, flash_attention, spec_field_names
 from generator.dialects.arguments import run_io_fields
 from generator.dialects.keyed import keyed_dialect
 
@@ -79,7 +79,7 @@ def megatron_values(plan) -> dict[str, Any]:
         # what the step-time model counts as hidden under the backward pass (estimate/performance)
         "overlap_grad_reduce": megatron_reduces and plan.overlap_grad_reduce,
         "overlap_param_gather": megatron_reduces and plan.overlap_grad_reduce and p.distributed_optimizer,
-        "flash_attention": t.flash_attention if ascend else False,
+        "flash_attention": flash_attention(plan.spec) if ascend else False,
         "deepspeed_flag": record.deepspeed_engine,
         "deepspeed_config": "ds_config.json" if record.deepspeed_engine else None,
         "zero_stage": plan.zero_stage if record.deepspeed_engine else None,

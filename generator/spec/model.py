@@ -341,7 +341,7 @@ class Training:
     recompute_modules: tuple[str, ...] | None  # module-level selective recompute (megatron-lm)
     seed: int
     log_interval: int
-    flash_attention: bool
+    flash_attention: bool | None  # None: the dialect's (dialects.flash_attention)
     lr_scaling: LRScaling | None
     target_loss: float | None
     wsd_decay: Fraction = converted(_fraction)

@@ -96,5 +96,5 @@ MEGATRON_ARGS=(
   --save /lustre/ckpt/deepseek-v3
   --load /lustre/ckpt/deepseek-v3
   --save-interval 90
-  --exit-duration-in-mins 223
+  --exit-duration-in-mins 224
 )
