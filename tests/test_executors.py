@@ -221,3 +221,19 @@ def test_the_pods_script_is_shellcheck_clean_and_passes_hostile_words_literally(
     assert got["env"]["NCCL_DEBUG"] == "$(touch pwned)" and got["env"]["WEIRD"] == "it's \"quoted\""
     assert got["env"]["GEN_LAUNCH_DIR"] == str(pod)
     assert not (tmp_path / "pwned").exists() and not (pod / "pwned").exists()
+
+
+def test_the_world_of_a_plain_torchrun_is_the_one_the_operator_injects(tmp_path: Path) -> None:
+    """torchrun with no --nnodes or --nproc-per-node on a TrainJob takes PET_NNODES and
+    PET_NPROC_PER_NODE (numNodes, numProcPerNode), not its own defaults: lint judges that world
+    against the arguments and names the YAML's lines; with numNodes 2 it fits."""
+    from generator.lint import lint_paths
+
+    source = Path(__file__).parent / "data" / "executors" / "trainjob_plain_torchrun.yaml"
+    text = source.read_text()
+    line = text[:text.index("numNodes: 1")].count("\n") + 1
+    found = [(i.finding.code, i.line, Path(i.path).name) for i in lint_paths([source]).items]
+    assert found == [("GL003", line, source.name)]
+    fixed = tmp_path / source.name
+    fixed.write_text(text.replace("numNodes: 1", "numNodes: 2"))
+    assert lint_paths([fixed]).items == []

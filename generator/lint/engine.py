@@ -210,7 +210,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         result.problems += read.problems
         run = run_of(name, read, result.problems)
         if name in launched_by:
-            _pod_facts(run, launched_by[name])
+            _pod_facts(run, launched_by[name], read.defaulted)
         result.runs.append(run)
         noted = len(result.problems) > before
         unread = run.facts.get("unread_launcher")
@@ -287,18 +287,23 @@ def _copies_of_mounted(texts: dict[str, str], launched_by: dict[str, ExecutorFil
     return out
 
 
-def _pod_facts(run: Run, executor: ExecutorFile) -> None:
+def _pod_facts(run: Run, executor: ExecutorFile, defaulted: set[str]) -> None:
     """The executor's facts on the run of the script its pods run (and the file, for import);
     the node count and processes the operator injects (PET_NNODES, PET_NPROC_PER_NODE) are
-    torchrun's where no flag gives them."""
+    torchrun's where no flag gives them (they come before its defaults)."""
     run.facts["executor_file"] = Fact(executor, executor.file)
+    injected = {"injected_nodes": "launcher_nodes", "injected_procs": "procs_per_node"}
+    replaced = False
     for key, fact in executor.facts.items():
-        if key == "injected_nodes":
-            run.facts.setdefault("launcher_nodes", fact)
-        elif key == "injected_procs":
-            run.facts.setdefault("procs_per_node", fact)
-        else:
+        name = injected.get(key)
+        if name is None:
             run.facts[key] = fact
+        elif name not in run.facts or name in defaulted:
+            run.facts[name] = fact
+            replaced = True
+    if replaced and {"launcher_nodes", "procs_per_node"} <= run.facts.keys():  # the world they make
+        nodes = run.facts["nodes"] = run.facts["launcher_nodes"]
+        run.facts["world_size"] = Fact(nodes.value * run.facts["procs_per_node"].value, nodes.source)
 
 
 # facts that say a script launches something (besides its #SBATCH header's): else it is skipped
