@@ -40,8 +40,8 @@ def plan_files(plans: list, wanted: str | None = None) -> dict[str, str]:
     launch = plans[0].spec.launch
     used = targets_for(plans[0].framework, launch.launcher, launch.executor)
     if wanted is not None and wanted not in (ARTIFACTS[t][0] for t in used):
-        raise UserError(f"--target: framework {plans[0].framework} does not use {wanted}; choose "
-                        f"one of {', '.join(used)} or all")
+        raise UserError(f"--target: framework {plans[0].framework} does not use {wanted} (launch.executor "
+                        f"{launch.executor}); choose one of {', '.join(used)} or all")
     staged = plans[0].spec.stage is not None
     files: dict[str, str] = {}
     for index, plan in enumerate(plans, start=1):
