@@ -51,6 +51,7 @@ class Executor:
     requires: Required | None = None
     pod_name: str | None = None  # the longest pod name ({job}, {last}); a DNS-1035 label
     volumes: str | None = None  # the setting of the persistent mounts checkpoint.dir must be on
+    not_yet: tuple[tuple[str, str], ...] = ()  # (launcher, why it is refused)
 
     def name_problem(self, job: str, nodes: int) -> str | None:
         """Why ``job`` cannot name this executor's job of ``nodes`` pods (None: it can)."""
@@ -92,7 +93,8 @@ def executors() -> dict[str, Executor]:
             kind.get("kind"), t.get("runtime"), t.get("nodes_env"), tuple(t.get("prelude", ())),
             tuple(t.get("rendezvous", ())), tuple((t.get("pod_env") or {}).items()),
             t.get("time_limit"), t.get("chains", False), t.get("priority"),
-            Required(**t["requires"]) if "requires" in t else None, t.get("pod_name"), t.get("volumes"))
+            Required(**t["requires"]) if "requires" in t else None, t.get("pod_name"), t.get("volumes"),
+            tuple((k, " ".join(v.split())) for k, v in (t.get("not_yet") or {}).items()))
     return out
 
 

@@ -48,6 +48,11 @@ def test_the_kubernetes_section_is_typed(tmp_path: Path) -> None:
                                             r"from a container image; give kubernetes.image, e.g. kubernetes: \{image:"),
     ({"launch": {"executor": "pytorchjob", "launcher": "srun"}, "kubernetes": K8S},
      r"pytorchjob starts the launcher torchrun, not srun; set launch.launcher: torchrun"),
+    ({"framework": "megatron-deepspeed", "launch": {"executor": "trainjob", "launcher": "deepspeed"},
+      "kubernetes": K8S},
+     r"trainjob starts the launcher torchrun, not deepspeed \(the DeepSpeed launcher needs the "
+     r"deepspeed-distributed runtime .* DeepSpeed's engine runs under torchrun as well\); set "
+     r"launch.launcher: torchrun"),
     ({"launch": {"executor": "jobset"}, "checkpoint": {"dir": "/scratch/run"}, "kubernetes": K8S},
      r"spec.yaml:\d+:\d+: \$.checkpoint.dir: /scratch/run is on none of the volumes kubernetes.volumes "
      r"mounts \(/ckpt\): a restarted jobset node would find no checkpoint to resume; mount one there, "

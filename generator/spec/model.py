@@ -500,9 +500,10 @@ def _executor(name: str, at: At) -> str:
     record = executor_of(name)
     launcher = at.setting("launch", "launcher")
     if launcher not in record.launchers:
+        why = dict(record.not_yet).get(launcher)
         raise UserError(f"$.launch.executor: {name} starts the launcher {' or '.join(record.launchers)}, not "
-                        f"{launcher}; set launch.launcher: {record.launchers[0]} (or launch.executor: slurm)",
-                        at.locate())
+                        f"{launcher}{f' ({why})' if why else ''}; set launch.launcher: {record.launchers[0]} "
+                        "(or launch.executor: slurm)", at.locate())
     need = record.requires
     if need is not None and at.setting(*need.setting.split(".")) is None and \
             not (need.for_gpus and at.setting("cluster", "gpu") == "cpu"):
