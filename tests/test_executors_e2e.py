@@ -32,7 +32,7 @@ from generator.calculator.resolve import resolve
 from generator.render.executor_files import MOUNT
 from generator.run import load_spec
 
-from .conftest import ROOT
+from .conftest import ROOT, require_oracle
 
 NODES, ITERS, INTERVAL = 2, 6, 3
 STANDIN = ROOT / "tests" / "oracle" / "ckpt_train.py"
@@ -161,6 +161,7 @@ def kill(procs: list[subprocess.Popen]) -> None:
 
 @pytest.mark.parametrize("executor", ["trainjob", "pytorchjob", "jobset", "skypilot"])
 def test_the_pods_meet_train_save_and_resume(tmp_path: Path, executor: str) -> None:
+    require_oracle("torch")  # torchrun and the stand-in's gloo process group
     path = tmp_path / "spec.yaml"
     data = spec(tmp_path, executor)
     if executor == "skypilot":  # the claim stands for a bucket the nodes mount
