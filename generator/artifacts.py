@@ -11,8 +11,10 @@ import tempfile
 from pathlib import Path
 
 from generator.errors import UserError
+from generator.executors import executor_of
 from generator.lint.readback import check_rendered
 from generator.plan.stages import stage_folder
+from generator.readers.kubernetes import read_executor_file
 from generator.render import ARTIFACTS, PLAN_FILE, PREFLIGHT, render_files, targets_for
 from generator.run import resolve_run
 from generator.sweep import index as sweep_index
@@ -35,10 +37,11 @@ def _reports(plans: list) -> list[str]:
 
 def plan_files(plans: list, wanted: str | None = None) -> dict[str, str]:
     """{path: text} of a spec's plans: plain names, or stage-<n>-<stage>/<name>."""
-    used = targets_for(plans[0].framework, plans[0].spec.launch.launcher)
+    launch = plans[0].spec.launch
+    used = targets_for(plans[0].framework, launch.launcher, launch.executor)
     if wanted is not None and wanted not in (ARTIFACTS[t][0] for t in used):
-        raise UserError(f"--target: framework {plans[0].framework} does not use {wanted}; choose "
-                        f"one of {', '.join(used)} or all")
+        raise UserError(f"--target: framework {plans[0].framework} does not use {wanted} (launch.executor "
+                        f"{launch.executor}); choose one of {', '.join(used)} or all")
     staged = plans[0].spec.stage is not None
     files: dict[str, str] = {}
     for index, plan in enumerate(plans, start=1):
@@ -52,8 +55,10 @@ def render_all(plan) -> dict[str, str]:
     """File name -> text for every artifact the framework uses, plus preflight.py and plan.json;
     the artifacts read back by the linter and checked against the plan (lint/readback.py)."""
     files = render_files(plan)
-    check_rendered(plan, {name: text for name, text in files.items()
-                          if name not in (PREFLIGHT[0], PLAN_FILE)})
+    checked = {name: text for name, text in files.items() if name not in (PREFLIGHT[0], PLAN_FILE)}
+    record = executor_of(plan.spec.launch.executor)
+    read = read_executor_file(files[record.file], record.file)  # the pods' script (None: Slurm's)
+    check_rendered(plan, checked, record.file if read is None else read.script)
     return files
 
 

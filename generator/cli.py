@@ -51,6 +51,11 @@ class Target(str, enum.Enum):
     trainer = "trainer"
     accelerate = "accelerate"
     slurm = "slurm"
+    # the other executors' files (launch.executor; data/executors.yaml)
+    trainjob = "trainjob"
+    pytorchjob = "pytorchjob"
+    jobset = "jobset"
+    skypilot = "skypilot"
     all = "all"
 
 
@@ -126,7 +131,8 @@ def generate(
     overrides: SetOption = None,
 ) -> None:
     """Render the plan into ds_config.json, megatron_args.sh, trainer_args.sh,
-    accelerate_config.yaml and launch.sbatch (those the framework and launcher use) and plan.json."""
+    accelerate_config.yaml (those the framework and launcher use), the executor's file (launch.sbatch,
+    trainjob.yaml, pytorchjob.yaml, jobset.yaml or sky.yaml with launch.sh) and plan.json."""
 
     if len(specs) > 1 and out is not None:
         typer.echo("--out takes one spec; several specs each go to launch/<name>/", err=True)

@@ -41,6 +41,7 @@ from generator.estimate.calibration import (
     uncertainty,
 )
 from generator.estimate.performance import FP8_GEMM_EFFICIENCY
+from generator.executors import executors
 from generator.explain import explain_text
 from generator.frameworks import FRAMEWORKS, forks
 from generator.resume import Check, changes, run_record
@@ -294,6 +295,9 @@ def schema_text(root: Path = ROOT) -> str:
     fork["enum"] = [d.fork for d in forks()]
     fork["oneOf"] = [{"const": d.fork, "description": d.description} for d in forks()]
     fork["default"] = forks()[0].fork
+    executor = props["launch"]["properties"]["executor"]
+    executor["enum"] = list(executors())
+    executor["oneOf"] = [{"const": e.name, "description": e.description} for e in executors().values()]
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 

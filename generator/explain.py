@@ -9,9 +9,10 @@ from generator.estimate.advice import deepseek_llm, kaplan_critical_batch
 from generator.estimate.memory import ALLOWANCE_FIXED_GIB, ALLOWANCE_FRACTION, GIB, estimate_memory
 from generator.estimate.params import Shape, count_params
 from generator.estimate.plan import UNCALIBRATED, layout_of, shape_of, usable_memory_gib
+from generator.executors import POD_SCRIPT, executor_of
 from generator.plan.plan import Plan
 from generator.spec.architecture import architecture_line
-from generator.units import human, slurm_minutes
+from generator.units import human
 
 
 def _fsdp_text(plan: Plan) -> str:
@@ -79,6 +80,7 @@ def explain_text(plan: Plan) -> str:
         *_ramp_lines(plan),
         f"  {_counted_in(plan)}",
     ]
+    lines += _launch_lines(plan)
     lines += _estimates(plan)
     lines += _advice(plan)
     if plan.notes:
@@ -283,18 +285,43 @@ def _estimates(plan: Plan) -> list[str]:
     return lines
 
 
+def _launch_lines(plan: Plan) -> list[str]:
+    """How the run starts: the executor's file, its nodes, the launcher and its rendezvous, restarts."""
+    s = plan.spec
+    record = executor_of(s.launch.executor)
+    nodes = f"{s.cluster.nodes} {'pods' if record.kubernetes else 'nodes'} × {s.cluster.gpus_per_node} " \
+            f"{s.cluster.gpu}"
+    if record.style == "sbatch":  # the Slurm job: the layout and the allocations say it
+        return []
+    runtime = f" on runtime {record.runtime}" if record.runtime else ""
+    rendezvous = ("torchrun reads the rendezvous the executor injects (PET_*)" if not record.rendezvous else
+                  "torchrun's rendezvous spelled in it (" + ", ".join(record.rendezvous) + ")")
+    return ["", "Launch",
+            f"  {record.file}: {record.title}{runtime}, {nodes}",
+            f"  each runs {POD_SCRIPT} ({plan.procs_per_node} processes per node, {plan.world_size} in all): "
+            f"{rendezvous}",
+            f"  restarts: {record.restarts}" + ("" if s.checkpoint.dir is not None else _NOTHING_SAVED)]
+
+
+_NOTHING_SAVED = "; but nothing is saved (no checkpoint.dir): each starts anew"
+
+
 def _allocations(plan, train_seconds: float, step_time_s: float) -> list[str]:
-    """How the run fits its Slurm time limit: allocations needed, checkpoints, the exit before it."""
-    limit = slurm_minutes(plan.spec.slurm.time)
+    """How the run fits its time limit: allocations needed, checkpoints, the exit before it."""
+    limit, setting = plan.spec.time_limit()
     if limit is None or train_seconds <= limit * 60:
         return []
     ckpt = plan.spec.checkpoint
-    line = f"  slurm.time {plan.spec.slurm.time}: ≈{-(-train_seconds // (limit * 60)):.0f} allocations"
+    section, key = setting.split(".")
+    allocations = -(-train_seconds // (limit * 60))
+    line = f"  {setting} {getattr(getattr(plan.spec, section), key)}: ≈{allocations:.0f} allocations"
     if ckpt.dir is None:
         return [line + "; nothing is saved (no checkpoint.dir): each would start over"]
     if ckpt.interval:
         line += f"; a checkpoint every {ckpt.interval:,} steps ({ckpt.interval * step_time_s / 3600:.1f} h)"
-    if plan.exit_duration_minutes:
+    if not executor_of(plan.spec.launch.executor).chains:
+        line += f"; {executor_of(plan.spec.launch.executor).restarts}"
+    elif plan.exit_duration_minutes:
         line += (f"; exits and saves after {plan.exit_duration_minutes:,} minutes (--exit-duration-in-mins), "
                  f"the next allocation resumes from checkpoint.dir; {_chain(plan)}")
     elif plan.allocations:

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # a @value), the estimate's number-or-array operations, the framework and dialect records,
     # bounded file reading (its refusals are located errors)
     ("generator.presets", "generator.data", "generator.shell", "generator.vectors", "generator.frameworks",
-     "generator.readfile"),
+     "generator.readfile", "generator.executors"),
     ("generator.spec",),
     ("generator.dialects",),
     ("generator.plan",),

@@ -62,7 +62,8 @@ def write_files(spec_path: Path, folder: Path, display: str | None = None,
     return json.loads(files["plan.json"])
 
 
-@pytest.mark.parametrize("sample", SAMPLES, ids=[s.stem for s in SAMPLES])
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if load_spec(s).launch.executor == "slurm"],
+                         ids=lambda s: s.stem)
 def test_sbatch_test_only(slurm, sample: Path, tmp_path: Path) -> None:
     overrides: tuple[str, ...] = ()
     if load_spec(sample).cluster.nodes > CLUSTER_NODES:

@@ -68,7 +68,8 @@ def test_every_section_is_found() -> None:
     found = {path for _, _, path in _sections()}
     assert found == {"$", "$.cluster", "$.model", "$.model.rope_scaling", "$.parallelism", "$.batch",
                      "$.training", "$.training.lr_scaling", "$.launch", "$.slurm", "$.megatron",
-                     "$.data", "$.tokenizer", "$.checkpoint", "$.logging", "$.eval"}
+                     "$.data", "$.tokenizer", "$.checkpoint", "$.logging", "$.eval", "$.kubernetes",
+                     "$.skypilot"}
 
 
 @pytest.mark.parametrize(("cls", "node", "path"), list(_sections()), ids=lambda x: x if isinstance(x, str) else "")

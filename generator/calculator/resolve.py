@@ -20,6 +20,7 @@ from generator.dialects.slurm import enroot_image
 from generator.errors import UserError
 from generator.estimate.memory import GIB
 from generator.estimate.plan import estimate_plan
+from generator.executors import executor_of
 from generator.frameworks import framework_of
 from generator.plan.batch import solve_batch
 from generator.plan.derivation import derivation, scaled_lr
@@ -29,7 +30,6 @@ from generator.plan.schedule import plan_schedule
 from generator.plan.values import architecture_values
 from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.model import MODEL_FACTS, RUN_LENGTH, Spec
-from generator.units import slurm_minutes
 
 DERIVED = "derived"
 
@@ -201,7 +201,7 @@ def resolve(spec: Spec) -> Plan:
     if exit_minutes is not None:
         allocations = chained_jobs(estimate.train_seconds, exit_minutes, estimate.uncertainty)
     elif _resumes_at_the_limit(plan, estimate):  # no exit of its own: each job ends at the limit
-        allocations = chained_jobs(estimate.train_seconds, slurm_minutes(plan.spec.slurm.time),
+        allocations = chained_jobs(estimate.train_seconds, plan.spec.time_limit()[0],
                                    estimate.uncertainty)
     # the added warnings, the exit and the chain do not change the estimate
     return replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts) + timed,
@@ -233,27 +233,30 @@ def _resumes_at_the_limit(plan: Plan, estimate) -> bool:
     plain DeepSpeed script) but saves to checkpoint.dir: each job of the chain runs until Slurm
     ends it at the limit, and the next resumes from the last checkpoint (GL310 keeps the
     interval within an allocation)."""
-    limit = slurm_minutes(plan.spec.slurm.time)
-    return (plan.dialect is None and plan.spec.checkpoint.dir is not None and limit is not None
+    limit, _ = plan.spec.time_limit()
+    return (executor_of(plan.spec.launch.executor).chains and plan.dialect is None
+            and plan.spec.checkpoint.dir is not None and limit is not None
             and estimate.performance is not None and estimate.train_seconds > limit * 60)
 
 
 def _time_limit(plan: Plan, estimate) -> tuple[int | None, tuple[Finding, ...]]:
-    """The run against its Slurm time limit (GL309, GL310), and the minutes after which a run
-    longer than one allocation exits and saves (Megatron's --exit-duration-in-mins; with
-    checkpoint.dir the next allocation resumes there)."""
-    limit = slurm_minutes(plan.spec.slurm.time)
+    """The run against its time limit (GL309, GL310: slurm.time, or a Kubernetes job's
+    kubernetes.time), and for a Slurm job the minutes after which a run longer than one
+    allocation exits and saves (Megatron's --exit-duration-in-mins; with checkpoint.dir the next
+    allocation resumes there). Another executor restarts pods but chains no jobs: no exit."""
+    limit, setting = plan.spec.time_limit()
     ckpt = plan.spec.checkpoint
     facts = {"checkpoint_dir": Fact(ckpt.dir, plan.spec.where("checkpoint.dir"))}
     exit_minutes = None
     perf = estimate.performance
     if limit is not None and perf is not None:
-        time = {"time_limit_minutes": Fact(limit, plan.spec.where("slurm.time")),
+        time = {"time_limit_minutes": Fact(limit, plan.spec.where(setting)),
                 "train_seconds": Fact(estimate.train_seconds, DERIVED),
                 "step_time_s": Fact(perf.step_time_s, DERIVED),
                 "save_interval": Fact(ckpt.interval, plan.spec.where("checkpoint.interval"))}
         facts.update(time)
-        if ckpt.dir is not None and estimate.train_seconds > limit * 60 and plan.dialect is not None:
+        if ckpt.dir is not None and estimate.train_seconds > limit * 60 and plan.dialect is not None \
+                and executor_of(plan.spec.launch.executor).chains:
             exit_minutes = max(1, limit - exit_margin_minutes(limit, perf.step_time_s))
     findings = (RULES[code].run(facts) for code in ("GL309", "GL310"))
     return exit_minutes, tuple(f for f in findings if f is not None)

@@ -21,6 +21,7 @@ from generator.frameworks import ARGUMENT_DIALECTS, FRAMEWORKS, argument_dialect
 from generator.importer.additions import chains_itself, note_additions
 from generator.importer.deepspeed import read_deepspeed
 from generator.importer.draft import MARK, Draft, RuntimeWord, spec_word, to_yaml
+from generator.importer.executors import read_executor
 from generator.importer.hf_config import hf_draft, looks_like_hf_config
 from generator.importer.launch import read_launch_facts
 from generator.importer.megatron import read_megatron
@@ -70,9 +71,10 @@ def import_paths(paths: list[Path]) -> Imported:
                         "run at a time: name its script (with its JSON), or one stage or sweep "
                         "point folder")
     run = runs[0]
-    plan = _plan_json(run.name, texts, extra)
+    launched = run.facts["executor_file"].value.file if "executor_file" in run.facts else run.name
+    plan = _plan_json(launched, texts, extra)
     draft = build_draft(run, plan, chains_itself(texts.get(run.name) or ""))
-    sources = [run.name] + ([plan[0]] if plan else [])
+    sources = [launched] + ([plan[0]] if plan else [])
     header = [f"Imported by gen-launch {__version__} from {', '.join(sources)}.",
               f'Lines marked "{MARK}" were not (fully) determined by the files: check them.']
     header += [f"note: {note}" for note in draft.notes]
@@ -146,6 +148,8 @@ def build_draft(run: Run, plan: tuple[str, dict] | None, chains: bool = False) -
         draft.unknown("name", "a DeepSpeed config without a launch script; named after it", stem)
         for key in ("nodes", "gpus_per_node", "gpu"):
             draft.unknown(f"cluster.{key}", "a DeepSpeed config without a launch script")
+    if "executor_file" in facts:
+        read_executor(facts["executor_file"].value, draft)
     draft.set("launch.extra_args", _runtime_words(extra, facts, draft))
     if record.dialect_setting == "megatron.version" and "megatron.version" not in draft.values:
         draft.unknown("megatron.version", "nothing in the files tells the release (only a batch "

@@ -12,7 +12,13 @@ from pathlib import Path
 
 from generator.errors import UserError
 from generator.lint.config import NONE, Configurations, LintConfig, dialect_problem
-from generator.lint.discover import discover, looks_like_accelerate_config, looks_like_spec, read_text
+from generator.lint.discover import (
+    discover,
+    looks_like_accelerate_config,
+    looks_like_executor_file,
+    looks_like_spec,
+    read_text,
+)
 from generator.lint.engine import Context, lint_texts
 from generator.lint.report import Located, locate
 from generator.lint.repository import Parsers, repository_root
@@ -62,7 +68,7 @@ def gather(paths: list[Path], specs: list[Path] | None = None, skipped: list | N
         if text is None:
             problems.append((str(path), why))
         elif path.suffix not in (".yaml", ".yml") or looks_like_accelerate_config(text) or \
-                looks_like_neox_config(text):
+                looks_like_neox_config(text) or looks_like_executor_file(text):
             texts[str(path)] = text
         elif specs is not None and looks_like_spec(text):
             specs.append(path)

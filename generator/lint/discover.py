@@ -4,6 +4,7 @@ read as text with bounds (binary and oversized files are reported, not read)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from generator.readfile import Refused, read_capped
@@ -44,6 +45,15 @@ def read_text(path: Path) -> tuple[str | None, str | None]:
 def looks_like_accelerate_config(text: str) -> bool:
     """An accelerate config file (read with the script that names it in --config_file)."""
     return "\ndistributed_type:" in f"\n{text}" and "\nnum_processes:" in f"\n{text}"
+
+
+_EXECUTOR_KIND = re.compile(r"(?m)^kind:\s*[\"']?(TrainJob|PyTorchJob|JobSet)\b")
+
+
+def looks_like_executor_file(text: str) -> bool:
+    """A Kubernetes job (TrainJob, PyTorchJob, JobSet) or a SkyPilot task (num_nodes and run)."""
+    return _EXECUTOR_KIND.search(text) is not None or \
+        ("\nnum_nodes:" in f"\n{text}" and "\nrun:" in f"\n{text}")
 
 
 def looks_like_spec(text: str) -> bool:

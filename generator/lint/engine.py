@@ -16,6 +16,7 @@ from generator.dialects.keyed import keyed_dialect
 from generator.readers.accelerate_config import read_accelerate_config
 from generator.readers.bash.evaluate import MAX_COMBINATIONS, UNKNOWN, readings
 from generator.readers.deepspeed_json import read_deepspeed_json
+from generator.readers.kubernetes import ExecutorFile, read_executor_file
 from generator.readers.launch import accelerate_world, megatron_reading, read_launch
 from generator.readers.neox_config import looks_like_neox_config, read_neox_config
 from generator.readers.trainer_config import read_trainer_config
@@ -69,6 +70,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
     result = LintResult()
     used_json: set[str] = set()
     context = context or Context()
+    texts, launched_by = _with_mounted_files(texts)
 
     moves: dict[str, tuple[str, ...]] = {}  # script -> the folders it cds into (search_paths)
 
@@ -104,7 +106,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
                 return found
         return None
 
-    sourced: set[str] = set()
+    sourced: set[str] = set(_copies_of_mounted(texts, launched_by))
 
     def follow(path_text: str, near: str) -> tuple[str, str] | None:
         found = find(path_text, near)
@@ -113,7 +115,8 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         return found
 
     # scripts that source others first, so that a sourced file is read as part of its script
-    scripts = sorted((n for n, t in texts.items() if not n.endswith(CONFIG_SUFFIXES) and is_script(n, t)),
+    scripts = sorted((n for n, t in texts.items()
+                      if not n.endswith(CONFIG_SUFFIXES) and (is_script(n, t) or n in launched_by)),
                      key=lambda n: _SOURCES.search(texts[n]) is None)
 
     def named(path: str, what: str, source: str, near: str, problems: list) -> tuple[str, str] | None:
@@ -206,6 +209,8 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         before = len(result.problems)
         result.problems += read.problems
         run = run_of(name, read, result.problems)
+        if name in launched_by:
+            _pod_facts(run, launched_by[name], read.defaulted)
         result.runs.append(run)
         noted = len(result.problems) > before
         unread = run.facts.get("unread_launcher")
@@ -255,6 +260,50 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
         else:
             result.findings += check_run(run)
     return result
+
+
+def _with_mounted_files(texts: dict[str, str]) -> tuple[dict[str, str], dict[str, ExecutorFile]]:
+    """The texts with the files each Kubernetes executor's pods mount (its ConfigMaps' keys), and
+    the executor file that runs each script (by the script's name)."""
+    out, launched_by = dict(texts), {}
+    for name, text in texts.items():
+        if name.endswith((".yaml", ".yml")) and (read := read_executor_file(text, name)) is not None:
+            out.update(read.mounted)
+            if read.script is not None:
+                launched_by[read.script] = read
+    return out, launched_by
+
+
+def _copies_of_mounted(texts: dict[str, str], launched_by: dict[str, ExecutorFile]) -> list[str]:
+    """Files beside an executor's file that are copies of what its ConfigMap mounts (generate
+    writes megatron_args.sh both ways): read once, as the pods read them."""
+    out = []
+    for executor in {id(e): e for e in launched_by.values()}.values():
+        folder = posixpath.dirname(executor.file)
+        for name, text in executor.mounted.items():
+            beside = posixpath.join(folder, name.rsplit("/", 1)[-1])
+            if beside != name and texts.get(beside, "").lstrip("\n") == text.lstrip("\n"):
+                out.append(beside)
+    return out
+
+
+def _pod_facts(run: Run, executor: ExecutorFile, defaulted: set[str]) -> None:
+    """The executor's facts on the run of the script its pods run (and the file, for import);
+    the node count and processes the operator injects (PET_NNODES, PET_NPROC_PER_NODE) are
+    torchrun's where no flag gives them (they come before its defaults)."""
+    run.facts["executor_file"] = Fact(executor, executor.file)
+    injected = {"injected_nodes": "launcher_nodes", "injected_procs": "procs_per_node"}
+    replaced = False
+    for key, fact in executor.facts.items():
+        name = injected.get(key)
+        if name is None:
+            run.facts[key] = fact
+        elif name not in run.facts or name in defaulted:
+            run.facts[name] = fact
+            replaced = True
+    if replaced and {"launcher_nodes", "procs_per_node"} <= run.facts.keys():  # the world they make
+        nodes = run.facts["nodes"] = run.facts["launcher_nodes"]
+        run.facts["world_size"] = Fact(nodes.value * run.facts["procs_per_node"].value, nodes.source)
 
 
 # facts that say a script launches something (besides its #SBATCH header's): else it is skipped

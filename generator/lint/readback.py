@@ -16,10 +16,10 @@ from generator.spec.model import MODEL_FACTS
 
 # plan fact -> the fact names the readers give it (script, Megatron arguments, DeepSpeed JSON)
 COMPARED = {
-    "nodes": ("sbatch_nodes", "launcher_nodes", "accelerate_num_machines"),
+    "nodes": ("sbatch_nodes", "launcher_nodes", "accelerate_num_machines", "pods"),
     "tasks_per_node": ("sbatch_ntasks_per_node",),
-    "gpus_per_node": ("sbatch_gpus_per_node",),
-    "procs_per_node": ("procs_per_node",),
+    "gpus_per_node": ("sbatch_gpus_per_node", "gpus_per_pod"),
+    "procs_per_node": ("procs_per_node", "pod_procs"),
     "world_size": ("world_size", "accelerate_num_processes"),
     "dp": ("dp",),
     "tp": ("tp",), "pp": ("pp", "ds_pipeline_stages"), "cp": ("cp", "ds_sequence_parallel_size"),
@@ -38,6 +38,7 @@ COMPARED = {
 # what each artifact must let the linter see
 REQUIRED = {
     "launch.sbatch": ("sbatch_nodes", "sbatch_ntasks_per_node", "world_size"),
+    "launch.sh": ("launcher_nodes", "procs_per_node"),
     "megatron_args.sh": ("tp", "pp", "micro_batch_size", "global_batch_size", "seq_length",
                          "num_layers", "train_iters", "warmup_iters"),
     "ds_config.json": ("ds_train_batch_size", "ds_micro_batch_size",
@@ -52,16 +53,17 @@ class RenderMismatch(RuntimeError):
     """A rendered file disagrees with the plan it was rendered from."""
 
 
-def check_rendered(plan: Plan, files: dict[str, str]) -> None:
+def check_rendered(plan: Plan, files: dict[str, str], script: str = "launch.sbatch") -> None:
+    """``script``: the file that launches the run (launch.sbatch; a pod's launch.sh)."""
     result = lint_texts(files)
     problems = [f"{where}: {what}" for where, what in result.problems]
     # with launch.check_extra_args false the user vouches for the extra words (an entry point's
     # own options), which the linter would judge by the dialect (GL201)
     unchecked = set() if plan.spec.launch.check_extra_args else {"GL201"}
     problems += [str(f) for f in result.findings if f.severity == "error" and f.code not in unchecked]
-    scripts = [run for run in result.runs if run.name == "launch.sbatch"]
+    scripts = [run for run in result.runs if run.name == script]
     if len(scripts) != 1:
-        raise RenderMismatch("launch.sbatch was not read back as one run")
+        raise RenderMismatch(f"{script} was not read back as one run")
     facts = views(scripts[0])[0]
     expected = plan_facts(plan)
     if plan.run is not None:  # a stage writes the whole run's schedule (plan/stages.py)
@@ -69,7 +71,7 @@ def check_rendered(plan: Plan, files: dict[str, str]) -> None:
         expected["train_samples"] = Fact(plan.run.end_samples, "plan")
         expected["warmup_samples"] = Fact(plan.run.warmup_samples, "plan")
     for name, keys in REQUIRED.items():
-        if name in files:
+        if name in files or script.endswith("/" + name):
             problems += [f"{name}: the linter does not see {key}" for key in keys if key not in facts]
     for plan_key, names in COMPARED.items():
         want = expected.get(plan_key)

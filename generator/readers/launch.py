@@ -141,6 +141,7 @@ class LaunchRead:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
     undecided: dict = field(default_factory=dict)  # the script's undecided branches (Script.undecided)
     trainer_configs: list[tuple[str, str]] = field(default_factory=list)  # (YAML path, source)
+    defaulted: set[str] = field(default_factory=set)  # facts of launcher options left to their default
 
 
 def _largest(text: str | None) -> int | None:
@@ -476,6 +477,8 @@ class _Reader:
             for fact in option.fact:
                 if number and fact not in self.out.facts:
                     self.fact(fact, number, command)
+                    # (an executor's PET_* variables come before torchrun's defaults)
+                    self.out.defaulted.add(fact)
 
     def entry_args(self, args: list[Field], entry: Field) -> None:
         self.fact("entrypoint", entry.text, entry)

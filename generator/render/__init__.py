@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import textwrap
 from functools import cache
 from typing import Any
 
@@ -18,6 +19,7 @@ from generator.dialects import dialect
 from generator.dialects.arguments import argument_lines
 from generator.dialects.launchers import launcher, launchers
 from generator.dialects.slurm import sbatch_lines, srun_options
+from generator.executors import executor_of, executors
 from generator.frameworks import framework_of
 from generator.plan.plan import Plan
 from generator.plan.values import (
@@ -27,6 +29,7 @@ from generator.plan.values import (
     megatron_values,
     trainer_values,
 )
+from generator.render.executor_files import SCRIPT, kubernetes_objects, sky_task, to_yaml
 from generator.resources import cache_dir, data_dir, private_dir
 from generator.shell import shq
 
@@ -36,23 +39,25 @@ ARTIFACTS = {
     "megatron": ("megatron_args.sh", "megatron_args.sh.j2"),
     "trainer": ("trainer_args.sh", "trainer_args.sh.j2"),
     "accelerate": ("accelerate_config.yaml", "accelerate_config.yaml.j2"),
-    "slurm": ("launch.sbatch", "launch.sbatch.j2"),
+    # the executors' files (launch.executor): launch.sbatch, trainjob.yaml, ... (data/executors.yaml)
+    **{e.name: (e.file, e.template) for e in executors().values()},
 }
+POD_SCRIPT = "pod_launch.sh.j2"  # launch.sh: what a Kubernetes pod or SkyPilot node runs
 PLAN_FILE = "plan.json"
 PREFLIGHT = ("preflight.py", "preflight.py.j2")  # slurm.preflight: run by launch.sbatch
 # the torch device of each vendor's accelerators (preflight.py)
 DEVICE = {"nvidia": "cuda", "amd": "cuda", "huawei": "npu", "intel": "hpu", "cpu": "cpu"}
 
 
-def targets_for(framework: str, launcher: str = "torchrun") -> list[str]:
+def targets_for(framework: str, launcher: str = "torchrun", executor: str = "slurm") -> list[str]:
     """The artifacts a framework uses: no DeepSpeed JSON for megatron-lm, no Megatron arguments
     for plain DeepSpeed; Trainer arguments for FSDP2 and DeepSpeed through accelerate, whose
-    launcher reads an accelerate config."""
+    launcher reads an accelerate config; last the executor's file (launch.sbatch, trainjob.yaml ...)."""
     record = framework_of(framework)
     trainer = record.uses_trainer(launcher)
     return [target for target, used in (
         ("deepspeed", record.deepspeed_engine), ("megatron", record.megatron_arguments),
-        ("trainer", trainer), ("accelerate", trainer and launcher == "accelerate"), ("slurm", True)) if used]
+        ("trainer", trainer), ("accelerate", trainer and launcher == "accelerate"), (executor, True)) if used]
 
 
 _SBATCH_SAFE = re.compile(r"^[A-Za-z0-9_.,:%/@+=~-]+$")
@@ -140,12 +145,44 @@ def render_plan_json(plan: Plan) -> str:
                       ensure_ascii=False) + "\n"
 
 
+def pod_script(plan: Plan) -> str:
+    """launch.sh: the launcher a pod or SkyPilot node runs, with the executor's rendezvous."""
+    record = executor_of(plan.spec.launch.executor)
+    name = plan.spec.launch.launcher
+    sizes = [f"{o.option}={o.shell}" for o in launcher(name).options if o.fact]
+    said = ("the rendezvous is the one the executor injects (PET_* variables, which torchrun reads)"
+            if not record.rendezvous else "the rendezvous is spelled below")
+    return _environment().get_template(POD_SCRIPT).render(
+        plan=plan, spec=plan.spec, header=header(plan), plan_line=plan_line(plan), executor=record,
+        how=textwrap.wrap(f"{record.title}: {record.description}", 98), sizes=sizes, rendezvous_said=said,
+        entry_arguments=entry_point_arguments(plan.spec))
+
+
+def _executor_files(plan: Plan, files: dict[str, str]) -> dict[str, str]:
+    """The executor's file (and a SkyPilot task's launch.sh) for the framework's ``files``."""
+    record = executor_of(plan.spec.launch.executor)
+    script = pod_script(plan)
+    if record.kubernetes:
+        objects = kubernetes_objects(plan, record, {SCRIPT: script, **files})
+        out = {}
+    else:
+        objects = [sky_task(plan)]
+        out = {SCRIPT: script}
+    text = _environment().get_template(record.template).render(
+        header=header(plan), plan_line=plan_line(plan), executor=record, documents=to_yaml(objects),
+        restarts=textwrap.wrap(f"Restarts: {record.restarts}.", 98))
+    return {**out, record.file: text}
+
+
 def render_files(plan: Plan) -> dict[str, str]:
     """File name -> text for every artifact the framework uses, plus preflight.py and plan.json
     (artifacts.render_all reads the artifacts back and checks them against the plan)."""
+    record = executor_of(plan.spec.launch.executor)
     files = {ARTIFACTS[t][0]: render(plan, t)
-             for t in targets_for(plan.framework, plan.spec.launch.launcher)}
-    if plan.spec.slurm.preflight:
+             for t in targets_for(plan.framework, plan.spec.launch.launcher) if t not in executors()}
+    sbatch = record.style == "sbatch"
+    files.update({record.file: render(plan, record.name)} if sbatch else _executor_files(plan, files))
+    if plan.spec.slurm.preflight and sbatch:
         files[PREFLIGHT[0]] = _environment().get_template(PREFLIGHT[1]).render(
             plan=plan, header=header(plan), backend=plan.gpu["backend"], vendor=plan.gpu["vendor"],
             device=DEVICE[plan.gpu["vendor"]])

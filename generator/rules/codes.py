@@ -100,6 +100,9 @@ CODES: dict[str, str] = {
     "GL235": "megatron",
     "GL236": "megatron",
     "GL237": "megatron",
+    # generator/rules/executors.py
+    "GL320": "executors",
+    "GL321": "executors",
     # generator/rules/reading.py
     "GL900": "reading",
     "GL901": "reading",

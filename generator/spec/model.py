@@ -20,6 +20,7 @@ from typing import Any
 
 from generator import presets
 from generator.errors import Location, UserError
+from generator.executors import executor_of
 from generator.frameworks import framework_of
 from generator.shell import ShellRef
 from generator.spec.fields import MISSING, At, as_schema_says, converted, fields_of, section
@@ -27,7 +28,7 @@ from generator.spec.load import Document
 from generator.spec.overlay import load_layers
 from generator.spec.pipeline_layout import LayoutError, PipelineLayout
 from generator.spec.schema import spec_schema, validate
-from generator.units import parse_fraction
+from generator.units import parse_fraction, slurm_minutes
 from generator.values import value
 from generator.vectors import where
 
@@ -493,11 +494,54 @@ def _entry_point_arguments(given: dict, at: At) -> tuple[tuple[str, str], ...]:
     return tuple(given.items())
 
 
+def _executor(name: str, at: At) -> str:
+    """launch.executor, refused where it cannot start the launcher or misses what only the user
+    knows (the image, the accelerator) or would lose the checkpoints (a folder on no volume)."""
+    record = executor_of(name)
+    launcher = at.setting("launch", "launcher")
+    if launcher not in record.launchers:
+        why = dict(record.not_yet).get(launcher)
+        raise UserError(f"$.launch.executor: {name} starts the launcher {' or '.join(record.launchers)}, not "
+                        f"{launcher}{f' ({why})' if why else ''}; set launch.launcher: {record.launchers[0]} "
+                        "(or launch.executor: slurm)", at.locate())
+    need = record.requires
+    if need is not None and at.setting(*need.setting.split(".")) is None and \
+            not (need.for_gpus and at.setting("cluster", "gpu") == "cpu"):
+        raise UserError(f"$.launch.executor: {name} {need.why}; give {need.setting}, e.g. {need.example}",
+                        at.locate())
+    job = at.setting("name")
+    problem = record.name_problem(job, at.setting("cluster", "nodes"))
+    if problem is not None:
+        raise UserError(f"$.name: {job!r} names the {record.title}; {problem}", at.doc.locate(["name"]))
+    if record.volumes is not None:
+        _checkpoint_on_a_volume(name, record.volumes, at)
+    return name
+
+
+def _checkpoint_on_a_volume(name: str, setting: str, at: At) -> None:
+    """checkpoint.dir on a mounted claim or bucket: a pod's or a node's own disk is gone when it
+    restarts or is recovered."""
+    folder = at.setting("checkpoint", "dir")
+    if not isinstance(folder, str):
+        return
+    given = at.setting(*setting.split(".")) or ()
+    mounts = [v["mount_path"] for v in given] if isinstance(given, list) else list(given)
+    if any(folder == m or folder.startswith(m.rstrip("/") + "/") for m in mounts):
+        return
+    parent = folder.rsplit("/", 1)[0] or "/"
+    example = (f"kubernetes: {{volumes: [{{claim: checkpoints, mount_path: {parent}}}]}}"
+               if setting.startswith("kubernetes") else f"skypilot: {{buckets: {{{parent}: s3://my-bucket{parent}}}}}")
+    raise UserError(f"$.checkpoint.dir: {folder} is on none of the volumes {setting} mounts "
+                    f"({', '.join(mounts) or 'none'}): a restarted {name} node would find no checkpoint to "
+                    f"resume; mount one there, e.g. {example}", at.doc.locate(["checkpoint", "dir"]))
+
+
 @value
 class Launch:
     """How ranks are started: launcher, entry point, interpreter and pass-through arguments."""
 
     launcher: str
+    executor: str = converted(_executor)  # where the nodes start (generator/executors.py)
     entrypoint: str
     python: str
     extra_args: tuple[str | ShellRef, ...]
@@ -527,6 +571,69 @@ class Slurm:
     max_time: str | None  # the partition's MaxTime (GL314)
 
 
+@value
+class Toleration:
+    """A taint the pods tolerate (Kubernetes' fields, snake_case)."""
+
+    key: str | None
+    operator: str | None
+    value: str | None
+    effect: str | None
+    toleration_seconds: int | None
+
+
+@value
+class Volume:
+    """A persistent volume claim every pod mounts."""
+
+    claim: str
+    mount_path: str
+    read_only: bool
+
+
+def _tolerations(given: tuple, at: At) -> tuple[Toleration, ...]:
+    node = spec_schema()["properties"]["kubernetes"]["properties"]["tolerations"]["items"]
+    return tuple(section(Toleration, t, node, at.child(k)) for k, t in enumerate(given))
+
+
+def _volumes(given: tuple, at: At) -> tuple[Volume, ...]:
+    node = spec_schema()["properties"]["kubernetes"]["properties"]["volumes"]["items"]
+    return tuple(section(Volume, v, node, at.child(k)) for k, v in enumerate(given))
+
+
+@value
+class Kubernetes:
+    """The spec's kubernetes section: the pods of a TrainJob, PyTorchJob or JobSet."""
+
+    image: str | None
+    namespace: str | None
+    service_account: str | None
+    image_pull_secrets: tuple[str, ...]
+    node_selector: tuple[tuple[str, str], ...] = converted(lambda given, at: tuple(given.items()))
+    tolerations: tuple[Toleration, ...] = converted(_tolerations)
+    queue: str | None
+    priority_class: str | None
+    volumes: tuple[Volume, ...] = converted(_volumes)
+    shm_size: str | None
+    time: str | None
+    max_restarts: int
+
+
+@value
+class Skypilot:
+    """The spec's skypilot section: the resources and recovery of a SkyPilot task."""
+
+    accelerator: str | None
+    infra: str | None
+    image_id: str | None
+    disk_size: int | None
+    use_spot: bool
+    recovery: str | None
+    max_restarts_on_errors: int
+    workdir: str | None
+    buckets: tuple[tuple[str, str], ...] = converted(lambda given, at: tuple(given.items()))
+
+
 def _model(given: dict, at: At) -> Model:
     return model_from(given, at.locate)
 
@@ -544,6 +651,8 @@ class Spec:
     training: Training
     launch: Launch
     slurm: Slurm
+    kubernetes: Kubernetes
+    skypilot: Skypilot
     megatron: Megatron
     source: str
     doc: Document = field(repr=False, compare=False)
@@ -560,6 +669,16 @@ class Spec:
     def uses_trainer(self) -> bool:
         """Hugging Face TrainingArguments (trainer_args.sh): FSDP2, and DeepSpeed through accelerate."""
         return framework_of(self.framework).uses_trainer(self.launch.launcher)
+
+    def time_limit(self) -> tuple[int | None, str | None]:
+        """(minutes, setting): how long the executor lets the job run (slurm.time, kubernetes.time;
+        None: no limit) and the setting that says it (None: the executor has none)."""
+        setting = executor_of(self.launch.executor).time_limit
+        if setting is None:
+            return None, None
+        section, key = setting.split(".")
+        given = getattr(getattr(self, section), key)
+        return (None if given is None else slurm_minutes(given)), setting
 
     def where(self, dotted: str) -> str:
         """Where a field's value came from: ``file:line:col``, ``preset NAME`` or ``default``."""

@@ -1,0 +1,107 @@
+"""One record per executor (``launch.executor``): where the plan's nodes start — a Slurm job, a
+Kubeflow TrainJob or PyTorchJob, a JobSet, a SkyPilot task — which file it is written to, the
+launchers it can start, and the rendezvous it gives torchrun. The records are data
+(data/executors.yaml); the code asks them (``executor_of(name).kubernetes``), it does not compare
+executor names."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+from generator.resources import read_yaml
+from generator.values import value
+
+POD_SCRIPT = "launch.sh"  # what a pod or a SkyPilot node runs, beside the framework's files
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_TABLE = Path(__file__).resolve().parent / "data" / "executors.yaml"
+
+
+@value
+class Required:
+    """A setting only the user knows, refused when missing."""
+
+    setting: str
+    why: str
+    example: str
+    for_gpus: bool = False  # not needed for CPU processes
+
+
+@value
+class Executor:
+    name: str
+    title: str
+    description: str
+    file: str
+    template: str
+    style: str  # sbatch | kubernetes | skypilot: how its file is rendered
+    launchers: tuple[str, ...]
+    restarts: str
+    api_version: str | None = None  # the Kubernetes object that starts the pods (None: not Kubernetes)
+    kind: str | None = None
+    runtime: str | None = None  # a TrainJob's ClusterTrainingRuntime
+    nodes_env: str | None = None  # the executor's variable for the number of pods
+    prelude: tuple[str, ...] = ()
+    rendezvous: tuple[str, ...] = ()
+    pod_env: tuple[tuple[str, str], ...] = ()
+    time_limit: str | None = None  # the spec field of the job's time limit
+    chains: bool = False
+    priority: str | None = None  # pod | label
+    requires: Required | None = None
+    pod_name: str | None = None  # the longest pod name ({job}, {last}); a DNS-1035 label
+    volumes: str | None = None  # the setting of the persistent mounts checkpoint.dir must be on
+    not_yet: tuple[tuple[str, str], ...] = ()  # (launcher, why it is refused)
+
+    def name_problem(self, job: str, nodes: int) -> str | None:
+        """Why ``job`` cannot name this executor's job of ``nodes`` pods (None: it can)."""
+        if self.pod_name is None:
+            return None
+        longest = self.pod_name.format(job=job, last=nodes - 1)
+        if not _DNS_1035.match(job):
+            return ("a Kubernetes name is a DNS-1035 label: lower-case letters, digits and '-', starting "
+                    "with a letter")
+        if len(longest) > 63:
+            return (f"its longest pod name {longest} has {len(longest)} characters, more than 63; "
+                    f"use at most {63 - len(longest) + len(job)}")
+        return None
+
+    @property
+    def kubernetes(self) -> bool:
+        return self.style == "kubernetes"
+
+    def env(self, job: str) -> tuple[tuple[str, str], ...]:
+        """The container's environment the file sets, for the job named ``job``."""
+        return tuple((k, v.format(job=job)) for k, v in self.pod_env)
+
+
+@cache
+def _table() -> dict:
+    return read_yaml(_TABLE)
+
+
+@cache
+def executors() -> dict[str, Executor]:
+    out = {}
+    for name, t in _table().items():
+        if name == "gpu_resources":
+            continue
+        kind = t.get("kind") or {}
+        out[name] = Executor(
+            name, t["title"], " ".join(t["description"].split()), t["file"], t["template"], t["style"],
+            tuple(t["launchers"]), " ".join(t["restarts"].split()), kind.get("apiVersion"),
+            kind.get("kind"), t.get("runtime"), t.get("nodes_env"), tuple(t.get("prelude", ())),
+            tuple(t.get("rendezvous", ())), tuple((t.get("pod_env") or {}).items()),
+            t.get("time_limit"), t.get("chains", False), t.get("priority"),
+            Required(**t["requires"]) if "requires" in t else None, t.get("pod_name"), t.get("volumes"),
+            tuple((k, " ".join(v.split())) for k, v in (t.get("not_yet") or {}).items()))
+    return out
+
+
+def executor_of(name: str) -> Executor:
+    return executors()[name]
+
+
+def gpu_resource(vendor: str) -> str | None:
+    """The extended resource a pod asks for its accelerators (None: CPU processes)."""
+    return _table()["gpu_resources"].get(vendor)
