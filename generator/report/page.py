@@ -21,7 +21,7 @@ def number(value: Any) -> str:
     writes them (the shortest text that reads back as the same float: plan.json's value)."""
     if isinstance(value, bool) or value is None:
         return {True: "yes", False: "no", None: "–"}[value]
-    return f"{value:,}" if isinstance(value, int) else str(value)
+    return f"{value:,}" if isinstance(value, int) else str(value + 0.0)  # (+ 0.0: no "-0.0")
 
 
 def percent(value: float | None) -> str:
