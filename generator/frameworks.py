@@ -43,6 +43,8 @@ class Framework:
     attention_kernel: str = "flash-attention-2"
     # which scheduler steps the learning rate: "megatron", "deepspeed" (ds_config's) or "trainer"
     lr_scheduler: str = "megatron"
+    # HSDP: the data-parallel group can be replicas of a shard group (parallelism.dp_replicate > 1)
+    hsdp: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -105,7 +107,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                "across nodes."),
               megatron_arguments=False, megatron_core=False, deepspeed_engine=False,
               trainer="always", sharding="fsdp", launchers=("torchrun", "srun", "accelerate"),
-              checkpoint_format="torch_dcp", lr_scheduler="trainer"),
+              checkpoint_format="torch_dcp", lr_scheduler="trainer", hsdp=True),
 )}
 
 

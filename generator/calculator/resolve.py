@@ -140,8 +140,14 @@ def resolve(spec: Spec) -> Plan:
     etp = p.etp or p.tp
     dp = world // model_parallel if world % model_parallel == 0 else None
     solved = schedule = ramp = None
+    replicate = shard = None
     if dp is not None:
         facts["dp"] = Fact(dp, DERIVED)
+        replicate, shard = p.data_parallel(dp, c.nodes)
+        for key, found in (("dp_replicate", replicate), ("dp_shard", shard)):
+            given = getattr(p, key) is not None or (key == "dp_replicate" and p.hybrid_shard)
+            where = f"parallelism.{key}" if getattr(p, key) is not None else "parallelism.hybrid_shard"
+            facts[key] = Fact(found, spec.where(where) if given else DERIVED)
         b = spec.batch
         solved = solve_batch(b.micro_batch_size, b.gradient_accumulation_steps,
                              b.global_batch_size, b.tokens_per_step, dp, m.seq_length)
@@ -174,7 +180,8 @@ def resolve(spec: Spec) -> Plan:
     default_stage = framework_of(spec.framework).default_zero_stage  # None: no ZeRO stages
     plan = Plan(
         spec=spec, gpu=gpu, world_size=world, tp=p.tp, pp=p.pp, cp=p.cp, ep=p.ep, etp=etp,
-        vpp=_layout_vpp(p) or p.vpp, dp=dp, expert_dp=world // (etp * p.ep * p.pp),
+        vpp=_layout_vpp(p) or p.vpp, dp=dp, dp_replicate=replicate, dp_shard=shard,
+        expert_dp=world // (etp * p.ep * p.pp),
         micro_batch_size=solved.micro_batch_size,
         gradient_accumulation_steps=solved.gradient_accumulation_steps,
         global_batch_size=solved.global_batch_size, tokens_per_step=tokens,

@@ -107,10 +107,21 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
                   main_grads=spec.training.main_grads,
                   sharding=sharding_of(spec.framework, distributed_optimizer, zero_stage),
                   framework=spec.framework, offload=p.zero_offload,
-                  shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None,
+                  shard_dp=_shard_group(p, sizes["dp"], spec.cluster.gpus_per_node),
                   overlap_grad_reduce=overlaps_grad_reduce(spec.framework, zero_stage, sizes.get("pp", 1)),
                   moe_dispatcher=spec.model.token_dispatcher(sizes.get("ep", 1)),
                   tp_comm_overlap=p.tp_comm_overlap, overlap_p2p_comm=overlaps_p2p_comm(spec.framework))
+
+
+def _shard_group(p, dp: Any, gpus_per_node: int) -> Any:
+    """The ranks a replicated (HSDP) data-parallel group shards state over (None: all of dp):
+    dp / dp_replicate, the dp_shard given, or with hybrid_shard a node's GPUs (``dp`` may be an
+    array: one per auto-plan candidate)."""
+    if p.dp_replicate is not None:
+        return dp // p.dp_replicate if p.dp_replicate > 1 else None
+    if p.dp_shard is not None:
+        return p.dp_shard
+    return gpus_per_node if p.hybrid_shard else None
 
 
 def layout_of(plan) -> Layout:

@@ -56,6 +56,8 @@ class Plan:
     etp: int
     vpp: int
     dp: int
+    dp_replicate: int  # the data-parallel group = dp_replicate replicas × dp_shard ranks (HSDP)
+    dp_shard: int
     expert_dp: int
     micro_batch_size: int
     gradient_accumulation_steps: int
@@ -293,6 +295,7 @@ class Plan:
                         "gpu": s.cluster.gpu, "world_size": self.world_size},
             "parallelism": {"tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep,
                             "etp": self.etp, "vpp": self.vpp, "dp": self.dp,
+                            "dp_replicate": self.dp_replicate, "dp_shard": self.dp_shard,
                             "first_stage_layers": s.parallelism.first_stage_layers,
                             "last_stage_layers": s.parallelism.last_stage_layers,
                             "expert_dp": self.expert_dp,

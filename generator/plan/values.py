@@ -436,8 +436,8 @@ def accelerate_values(plan) -> dict[str, Any]:
         "reshard_after_forward": plan.fsdp_reshard_after_forward if fsdp else None,
         "offload_params": p.zero_offload != "none" if fsdp else None,
         "activation_checkpointing": t.recompute != "none" if fsdp else None,
-        "dp_replicate_size": s.cluster.nodes if fsdp and p.hybrid_shard else None,
-        "dp_shard_size": s.cluster.gpus_per_node if fsdp and p.hybrid_shard else None,
+        "dp_replicate_size": plan.dp_replicate if fsdp and plan.dp_replicate > 1 else None,
+        "dp_shard_size": plan.dp_shard if fsdp and plan.dp_replicate > 1 else None,
     }
 
 

@@ -28,6 +28,7 @@ CODES: dict[str, str] = {
     "GL024": "batch",
     "GL025": "batch",
     "GL021": "batch",
+    "GL026": "batch",
     # generator/rules/deepspeed.py
     "GL104": "deepspeed",
     "GL106": "deepspeed",

@@ -235,6 +235,8 @@ class Parallelism:
     zero_stage: int | None
     distributed_optimizer: bool
     dp: int | None
+    dp_shard: int | None  # FSDP: the shard group of the data-parallel group (None: derived)
+    dp_replicate: int | None  # FSDP: replicas of the shard group (HSDP; None: derived)
     zero_offload: str
     first_stage_layers: int | None  # uneven pipelines (megatron-lm)
     last_stage_layers: int | None
@@ -245,6 +247,19 @@ class Parallelism:
     account_for_loss_in_pipeline_split: bool
     tp_comm_overlap: bool  # Megatron-LM: TP collectives pipelined with the GEMMs (TE)
     ep_comm_overlap: bool  # Megatron-LM: the experts' all-to-all under another micro-batch's compute
+
+    def data_parallel(self, dp: int, nodes: int) -> tuple[int | None, int | None]:
+        """(dp_replicate, dp_shard) of a data-parallel group of ``dp`` ranks: the ones given, the
+        other derived (dp / the given one, None where it does not divide: GL026 says so); with
+        neither given, hybrid_shard replicates over the nodes, else one shard group of dp."""
+        replicate, shard = self.dp_replicate, self.dp_shard
+        if replicate is None and shard is None:
+            replicate = nodes if self.hybrid_shard and dp % nodes == 0 else 1
+        if replicate is None:
+            replicate = dp // shard if dp % shard == 0 else None
+        if shard is None and replicate is not None:
+            shard = dp // replicate if dp % replicate == 0 else None
+        return replicate, shard
 
     def layout(self) -> PipelineLayout | None:
         return None if self.pipeline_layout is None else PipelineLayout.parse(self.pipeline_layout)
