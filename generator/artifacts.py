@@ -13,7 +13,7 @@ from pathlib import Path
 from generator.errors import UserError
 from generator.lint.readback import check_rendered
 from generator.plan.stages import stage_folder
-from generator.render import ARTIFACTS, PLAN_FILE, PREFLIGHT, render_files, targets_for
+from generator.render import ARTIFACTS, NOT_LINTED, render_files, targets_for
 from generator.run import resolve_run
 from generator.sweep import index as sweep_index
 from generator.sweep import sweep_points
@@ -53,7 +53,7 @@ def render_all(plan) -> dict[str, str]:
     the artifacts read back by the linter and checked against the plan (lint/readback.py)."""
     files = render_files(plan)
     check_rendered(plan, {name: text for name, text in files.items()
-                          if name not in (PREFLIGHT[0], PLAN_FILE)})
+                          if name not in NOT_LINTED})
     return files
 
 

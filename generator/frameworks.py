@@ -45,6 +45,17 @@ class Framework:
     lr_scheduler: str = "megatron"
     # HSDP: the data-parallel group can be replicas of a shard group (parallelism.dp_replicate > 1)
     hsdp: bool = False
+    # the model-parallel sizes an FSDP framework has beside its sharding (GL113 refuses the others)
+    model_parallel: tuple[str, ...] = ("tp", "pp", "cp", "ep")
+    # the run is a config function (--module M --config F) with --section.field overrides, in the
+    # dialect table of the same name (torchtitan_args.sh, torchtitan_config.py; the spec field
+    # dialect_setting picks its release)
+    config_registry: bool = False
+    # the Python module the launcher runs (`torchrun -m MODULE`) where launch.entrypoint is not given
+    entry_module: str | None = None
+    # its checkpoints in checkpoint.dir, a folder per step: NAME-STEP (the chain compares the newest
+    # before and after each job; None: the Trainer's checkpoint-N, Megatron's or DeepSpeed's tracker)
+    step_folders: str | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -107,7 +118,16 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                "across nodes."),
               megatron_arguments=False, megatron_core=False, deepspeed_engine=False,
               trainer="always", sharding="fsdp", launchers=("torchrun", "srun", "accelerate"),
-              checkpoint_format="torch_dcp", lr_scheduler="trainer", hsdp=True),
+              checkpoint_format="torch_dcp", lr_scheduler="trainer", hsdp=True, model_parallel=()),
+    Framework("torchtitan", "torchtitan",
+              ("PyTorch's torchtitan (torchrun -m torchtitan.train): FSDP2 with tensor, pipeline, context "
+               "and expert parallelism, its release from torchtitan.version; the config function "
+               "(torchtitan_config.py: the model flavor of the preset) and its --section.field overrides "
+               "(torchtitan_args.sh), and the sbatch script."),
+              megatron_arguments=False, megatron_core=False, deepspeed_engine=False,
+              trainer="never", sharding="fsdp", launchers=("torchrun",), checkpoint_format="torch_dcp",
+              dialect_setting="torchtitan.version", lr_scheduler="torchtitan", hsdp=True,
+              config_registry=True, entry_module="torchtitan.train", step_folders="step"),
 )}
 
 

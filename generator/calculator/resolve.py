@@ -26,6 +26,7 @@ from generator.plan.derivation import derivation, scaled_lr
 from generator.plan.plan import Plan
 from generator.plan.ramp import MAX_ENTRIES, BatchRamp, from_rampup, from_schedule
 from generator.plan.schedule import plan_schedule
+from generator.plan.torchtitan import registry_model
 from generator.plan.values import architecture_values
 from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.model import MODEL_FACTS, RUN_LENGTH, Spec
@@ -134,6 +135,8 @@ def _layout_vpp(p) -> int | None:
 def resolve(spec: Spec) -> Plan:
     """The one consistent plan for ``spec``; PlanError lists every rule it breaks."""
     c, p, m = spec.cluster, spec.parallelism, spec.model
+    if framework_of(spec.framework).config_registry:
+        registry_model(spec)  # a model it has no flavor for: refused where the spec names it
     facts = spec_facts(spec)
     world = c.nodes * c.gpus_per_node
     model_parallel = p.tp * p.pp * p.cp

@@ -224,13 +224,29 @@ class Plan:
         return self.procs_per_node if self.spec.launch.launcher == "srun" else 1
 
     @property
+    def entry_words(self) -> tuple[str, ...]:
+        """What the launcher runs: launch.entrypoint, or ``-m MODULE`` for a framework that is a
+        module (torchtitan.train, unless launch.entrypoint names another)."""
+        module = self.framework_record.entry_module
+        if module is None:
+            return (self.spec.launch.entrypoint,)
+        given = self.spec.where("launch.entrypoint") != "default"
+        return ("-m", self.spec.launch.entrypoint if given else module)
+
+    @property
+    def step_folder(self) -> str | None:
+        """The prefix of the run's per-step checkpoint folders (NAME-STEP): the Trainer's
+        checkpoint-N, torchtitan's step-N; None: a tracker file names the last checkpoint."""
+        return "checkpoint" if self.uses_trainer else self.framework_record.step_folders
+
+    @property
     def checkpoint_tracker(self) -> str:
         """What in checkpoint.dir names the last checkpoint (the chain compares it before and after
         each job): Megatron's tracker file (the iteration; Megatron-DeepSpeed writes it too), the
         DeepSpeed engine's `latest` (the tag, global_stepN), the Trainer's checkpoint-N folders."""
         if self.uses_megatron:
             return "latest_checkpointed_iteration.txt"
-        return "checkpoint-*" if self.uses_trainer else "latest"
+        return f"{self.step_folder}-*" if self.step_folder else "latest"
 
     @property
     def chain_final_iteration(self) -> int | None:

@@ -37,7 +37,9 @@ def fsdp_settings(framework: str, zero_stage: int | None = None, tp: int | None 
     shard) or keeps them for the backward (zero_stage 2, shard-grad-op); it has no tensor,
     pipeline or context parallelism of its own here, offloads parameters, gradients and optimizer
     states together (zero_offload optimizer_and_params), and hybrid sharding is an FSDP setting.
-    Fix: zero_stage 2 or 3, tp = pp = cp = 1, or framework megatron-lm for model parallelism.
+    torchtitan adds tensor, pipeline and context parallelism to FSDP2; the Trainer's does not.
+    Fix: zero_stage 2 or 3, tp = pp = cp = 1, or framework torchtitan or megatron-lm for model
+    parallelism.
 
     Example: framework fsdp with zero_stage 1."""
     if not framework_of(framework).fsdp:
@@ -46,10 +48,12 @@ def fsdp_settings(framework: str, zero_stage: int | None = None, tp: int | None 
     if zero_stage is not None and zero_stage not in (2, 3):
         return (f"zero_stage {zero_stage} has no FSDP2 form; use 3 (full shard) or 2 "
                 "(shard gradients and optimizer states)", ("zero_stage", "framework"))
-    sizes = [f"{name} {value}" for name, value in (("tp", tp), ("pp", pp), ("cp", cp)) if value and value > 1]
+    record = framework_of(framework)
+    sizes = [f"{name} {value}" for name, value in (("tp", tp), ("pp", pp), ("cp", cp))
+             if value and value > 1 and name not in record.model_parallel]
     if sizes:
-        return (f"framework fsdp has no model parallelism here ({', '.join(sizes)}); use 1, or "
-                "framework megatron-lm", ("tp", "pp", "cp", "framework"))
+        return (f"framework {framework} has no model parallelism here ({', '.join(sizes)}); use 1, or "
+                "framework torchtitan or megatron-lm", ("tp", "pp", "cp", "framework"))
     if zero_offload == "optimizer":
         return ("FSDP2 offloads parameters, gradients and optimizer states together; use "
                 "zero_offload optimizer_and_params or none", ("zero_offload", "framework"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 
-from generator.dialects import capable, dialect, title_of
+from generator.dialects import capable, dialect, registry_can, title_of
 from generator.frameworks import framework_of
 from generator.rules.flags import fork_flags, script_dialect
 from generator.rules.registry import Uncertain, rule
@@ -227,10 +227,11 @@ def dist_opt_with_deepspeed(distributed_optimizer: bool, framework: str) -> str 
       "Virtual pipeline stages (interleaving) exist only in Megatron-LM's schedules.")
 def vpp_framework(vpp: int, framework: str, megatron_dialect: str | None = None) -> str | None:
     """DeepSpeed's pipeline engine (used by megatron-deepspeed and deepspeed) has no interleaved
-    schedule (the dialect's ``vpp`` capability). Fix: vpp 1, or framework megatron-lm.
+    schedule (the dialect's ``vpp`` capability); torchtitan's interleaved ones do (its table's).
+    Fix: vpp 1, or framework megatron-lm or torchtitan.
 
     Example: vpp 2 with framework megatron-deepspeed."""
-    if vpp == 1 or capable(megatron_dialect, "vpp"):
+    if vpp == 1 or capable(megatron_dialect, "vpp") or registry_can(framework, "vpp"):
         return None
     return f"vpp {vpp} is not supported by {title_of(framework, megatron_dialect)}; set vpp to 1"
 

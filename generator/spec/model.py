@@ -453,9 +453,18 @@ class Megatron:
     fork: str  # the Megatron-DeepSpeed fork: microsoft | bigscience
 
 
+@value
+class Torchtitan:
+    """Which torchtitan release the files are written for, and what it runs beside the sizes."""
+
+    version: str  # a torchtitan release: 0.3
+    compile: bool  # torch.compile the model and the loss
+
+
 # names launch.sbatch sets and reads itself (an export would change the run it describes)
 SCRIPT_OWNED_ENV = ("NODES", "PROCS_PER_NODE", "WORLD_SIZE", "GEN_LAUNCH_DIR", "MEGATRON_ARGS",
-                    "TRAINER_ARGS", "TRAIN_ARGS", "EXTRA_ARGS", "RANK", "LOCAL_RANK", "IFS")
+                    "TRAINER_ARGS", "TORCHTITAN_ARGS", "TRAIN_ARGS", "EXTRA_ARGS", "RANK", "LOCAL_RANK",
+                    "IFS")
 # names whose value a bash child runs (BASH_ENV is sourced, prompts and PROMPT_COMMAND are
 # expanded, SHELLOPTS turns on xtrace ...) or that decide which programs run
 CODE_ENV = ("BASH_ENV", "ENV", "PROMPT_COMMAND", "PS1", "PS2", "PS3", "PS4", "SHELLOPTS", "BASHOPTS",
@@ -560,6 +569,7 @@ class Spec:
     launch: Launch
     slurm: Slurm
     megatron: Megatron
+    torchtitan: Torchtitan
     source: str
     doc: Document = field(repr=False, compare=False)
     stage: str | None = None  # the stage this spec is (stages: see stage_specs)
