@@ -46,4 +46,5 @@ def _flavor_call(node: ast.AST) -> bool:
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args):
         return False
     first = node.args[0]
-    return node.func.id == "model_registry" and isinstance(first, ast.Constant) and isinstance(first.value, str)
+    return node.func.id == "model_registry" and isinstance(first, ast.Constant) \
+        and isinstance(first.value, str)
