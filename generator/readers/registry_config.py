@@ -9,7 +9,11 @@ import ast
 
 from generator.dialects import table
 from generator.rules.registry import Fact
-from generator.spec.model import MODEL_FACTS, model_from
+from generator.spec.model import model_from
+
+# the model facts a flavor fixes that the rules check on a run (layers against pipeline stages,
+# heads and groups against tp, experts against ep); the sequence length is the command line's
+SHAPE = ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "num_experts", "moe_top_k")
 
 
 def config_model(framework: str, text: str, file: str) -> tuple[dict[str, Fact], list[tuple[str, str]]]:
@@ -37,7 +41,7 @@ def config_model(framework: str, text: str, file: str) -> tuple[dict[str, Fact],
         return {}, [(source, f"torchtitan's {module} flavor {flavor} is no preset gen-launch knows; its "
                              "model is not checked")]
     model = model_from({"preset": preset})
-    facts = {key: Fact(getattr(model, key), source) for key in MODEL_FACTS if key != "seq_length"}
+    facts = {key: Fact(getattr(model, key), source) for key in SHAPE}
     return facts, []
 
 

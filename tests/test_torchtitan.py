@@ -1,0 +1,133 @@
+"""framework torchtitan without torchtitan installed: the files a plan renders and what they
+say, the refusals (located, exit 2), the dialect table against the presets and the schema, and
+lint reading a hand-written torchtitan launch and its config module statically."""
+
+from __future__ import annotations
+
+import ast
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from generator import presets
+from generator.artifacts import render_all
+from generator.cli import app
+from generator.dialects import table
+from generator.lint.engine import lint_texts, views
+from generator.spec.schema import spec_schema
+
+from .conftest import ROOT
+from .helpers import plan_of
+
+runner = CliRunner()
+CORPUS = ROOT / "tests" / "lint_corpus" / "bad"
+
+
+def _spec(**more) -> dict:
+    base = {"name": "titan", "framework": "torchtitan",
+            "cluster": {"nodes": 2, "gpus_per_node": 8, "gpu": "h100-80gb"},
+            "model": {"preset": "llama3-8b"}, "parallelism": {"tp": 4, "dp_shard": 4},
+            "batch": {"micro_batch_size": 2, "global_batch_size": 64},
+            "training": {"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10}},
+            "launch": {"launcher": "torchrun"}}
+    return {**base, **more}
+
+
+def _words(files: dict[str, str]) -> list[str]:
+    return shlex.split(files["torchtitan_args.sh"].split("TORCHTITAN_ARGS=(", 1)[1].rsplit(")", 1)[0],
+                       comments=True)
+
+
+def _options(words: list[str]) -> dict[str, str]:
+    return {w: words[k + 1] for k, w in enumerate(words[:-1]) if w.startswith("--") and
+            not words[k + 1].startswith("--")}
+
+
+def test_the_files_of_a_torchtitan_run(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, _spec())
+    files = render_all(plan)
+    assert sorted(files) == ["launch.sbatch", "plan.json", "torchtitan_args.sh", "torchtitan_config.py"]
+    words = _words(files)
+    options = _options(words)
+    assert options["--module"] == "torchtitan_config" and options["--config"] == "gen_launch_run"
+    assert (options["--parallelism.data_parallel_replicate_degree"], options["--parallelism.data_parallel_shard_degree"],
+            options["--parallelism.tensor_parallel_degree"]) == ("1", "4", "4")
+    # 16 GPUs / tp 4 = dp 4: global 64 = local 2 × accumulation 8 × dp 4
+    assert (options["--training.local_batch_size"], options["--training.global_batch_size"]) == ("2", "64")
+    assert plan.gradient_accumulation_steps == 8
+    assert words[-1] == "activation-checkpoint:none"  # the subcommand last
+    assert "--training.disable_cuda_graphs" not in words  # no pipelining, no experts
+    assert 'source "${GEN_LAUNCH_DIR}/torchtitan_args.sh"' in files["launch.sbatch"]
+    assert '-m torchtitan.train "${TRAIN_ARGS[@]}"' in files["launch.sbatch"]
+
+
+def test_the_config_module_builds_the_presets_flavor(tmp_path: Path) -> None:
+    """Read as lint reads it (ast): the one model_registry call, with the table's flavor."""
+    module = ast.parse(render_all(plan_of(tmp_path, _spec(model={"preset": "qwen3-32b"})))["torchtitan_config.py"])
+    imports = [n.module for n in ast.walk(module) if isinstance(n, ast.ImportFrom)]
+    calls = [n for n in ast.walk(module) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "model_registry"]
+    assert imports == ["torchtitan.models.qwen3", "torchtitan.models.qwen3.config_registry"]
+    assert [c.args[0].value for c in calls] == ["32B"]
+
+
+def test_pipelining_carries_the_accumulation_as_pipeline_micro_batches(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, _spec(parallelism={"tp": 2, "pp": 2, "vpp": 2, "dp_shard": 4},
+                                   batch={"micro_batch_size": 1, "gradient_accumulation_steps": 8}))
+    words = _words(render_all(plan))
+    options = _options(words)
+    assert (options["--parallelism.pipeline_parallel_microbatch_size"], options["--training.local_batch_size"]) \
+        == ("1", "8")  # 8 pipeline micro-batches a local batch; torchtitan accumulates once
+    assert int(options["--training.global_batch_size"]) == 8 * plan.dp == plan.global_batch_size
+    assert options["--parallelism.pipeline_parallel_schedule"] == "Interleaved1F1B"
+    assert options["--parallelism.pipeline_parallel_layers_per_stage"] == "8"  # 32 layers / (pp 2 × vpp 2)
+    assert "--training.disable_cuda_graphs" in words
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"model": {"preset": "bloom-176b"}}, "bloom-176b has none. Use one of llama3-8b"),
+    ({"model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "vocab_size": 32000,
+                "seq_length": 2048}}, "a model without a preset has none"),
+    ({"model": {"preset": "llama3-8b", "num_layers": 16}}, "flavor 8B fixes the architecture; remove num_layers"),
+    ({"training": {"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10}, "precision": "fp16"}},
+     "fp16 is not written for torchtitan"),
+])
+def test_what_torchtitan_cannot_build_is_refused_where_it_is_written(tmp_path: Path, change, words) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(_spec(**change), sort_keys=False))
+    result = runner.invoke(app, ["generate", str(spec), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert f"{spec}:" in result.output and words in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_table_names_presets_and_identifiers() -> None:
+    models = table("torchtitan")["models"]
+    assert set(models) <= set(presets.models())
+    for module, function, flavor in models.values():
+        assert module.isidentifier() and function.isidentifier() and flavor.replace("-", "").isalnum()
+    version = spec_schema()["properties"]["torchtitan"]["properties"]["version"]
+    assert version["enum"] == list(table("torchtitan")["releases"])
+
+
+def test_lint_reads_a_torchtitan_launch_and_its_config_module() -> None:
+    files = {name: (CORPUS / name).read_text() for name in ("titan_70b.sbatch", "titan_llama.py")}
+    result = lint_texts(files)
+    facts = views(next(run for run in result.runs if run.name == "titan_70b.sbatch"))[0]
+    assert facts["framework"].value == "torchtitan"
+    assert (facts["num_layers"].value, facts["hidden_size"].value) == (80, 8192)  # the 70B flavor, by ast
+    assert facts["num_layers"].source == "titan_llama.py:9:25"
+    assert (facts["dp_replicate"].value, facts["dp_shard"].value, facts["tp"].value) == (2, 8, 4)
+    assert facts["recompute"].value == "full"
+    assert [f.code for f in result.findings if f.severity == "error"] == ["GL026"]
+
+
+def test_a_config_module_that_names_no_flavor_is_a_note_not_a_guess() -> None:
+    files = {"titan_70b.sbatch": (CORPUS / "titan_70b.sbatch").read_text(),
+             "titan_llama.py": "from torchtitan.models.llama3.config_registry import llama3_70b as run\n"}
+    result = lint_texts(files)
+    facts = views(next(run for run in result.runs if run.name == "titan_70b.sbatch"))[0]
+    assert "num_layers" not in facts
+    assert any("model_registry" in what for _, what in result.problems)
