@@ -45,8 +45,10 @@ class Framework:
     lr_scheduler: str = "megatron"
     # HSDP: the data-parallel group can be replicas of a shard group (parallelism.dp_replicate > 1)
     hsdp: bool = False
-    # the model-parallel sizes an FSDP framework has beside its sharding (GL113 refuses the others)
+    # the model-parallel sizes an FSDP framework has beside its sharding (GL113 refuses the others),
+    # and the launcher whose config carries them (None: any it has)
     model_parallel: tuple[str, ...] = ("tp", "pp", "cp", "ep")
+    model_parallel_launcher: str | None = None
     # the run is a config function (--module M --config F) with --section.field overrides, in the
     # dialect table of the same name (torchtitan_args.sh, torchtitan_config.py; the spec field
     # dialect_setting picks its release)
@@ -115,10 +117,11 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                "(trainer_args.sh), the sbatch script, and with the accelerate launcher an accelerate config."
                " Sharding from parallelism.zero_stage: 3 full shard (reshard after forward), 2 shard "
                "gradients and optimizer only; parallelism.hybrid_shard shards within a node and replicates "
-               "across nodes."),
+               "across nodes. tp and cp with the accelerate launcher (its parallelism_config)."),
               megatron_arguments=False, megatron_core=False, deepspeed_engine=False,
               trainer="always", sharding="fsdp", launchers=("torchrun", "srun", "accelerate"),
-              checkpoint_format="torch_dcp", lr_scheduler="trainer", hsdp=True, model_parallel=()),
+              checkpoint_format="torch_dcp", lr_scheduler="trainer", hsdp=True, model_parallel=("tp", "cp"),
+              model_parallel_launcher="accelerate"),
     Framework("torchtitan", "torchtitan",
               ("PyTorch's torchtitan (torchrun -m torchtitan.train): FSDP2 with tensor, pipeline, context "
                "and expert parallelism, its release from torchtitan.version; the config function "

@@ -64,3 +64,26 @@ def test_replicas_of_a_shard_group_need_fsdp(tmp_path: Path) -> None:
     with pytest.raises(PlanError, match="framework deepspeed does not replicate a sharded group"):
         _plan(tmp_path, framework="deepspeed", dp_replicate=2)
     assert _plan(tmp_path, framework="deepspeed", dp_shard=32).dp_replicate == 1  # ZeRO over all of dp
+
+
+def test_tp_and_cp_reach_accelerates_parallelism_config(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, tp=2, cp=2, dp_replicate=2)  # 32 = 2 replicas × 4 shards × cp 2 × tp 2
+    config = yaml.safe_load(render_all(plan)["accelerate_config.yaml"])
+    assert config["parallelism_config"] == {"parallelism_config_dp_replicate_size": 2,
+                                            "parallelism_config_dp_shard_size": 4,
+                                            "parallelism_config_tp_size": 2, "parallelism_config_cp_size": 2}
+    assert config["fsdp_config"]["fsdp_version"] == 2 and config["num_processes"] == 32
+
+
+def test_tp_with_fsdp_needs_accelerates_config(tmp_path: Path) -> None:
+    data = spec_dict(**{**FSDP, "launch": {"launcher": "torchrun", "entrypoint": "train.py"}},
+                     parallelism={"tp": 2, "pp": 1})
+    with pytest.raises(PlanError, match="framework fsdp takes tp 2 from accelerate's config; use launcher accelerate"):
+        plan_of(tmp_path, data)
+    with pytest.raises(PlanError, match=r"framework fsdp has no model parallelism here \(pp 2\)"):
+        _plan(tmp_path, pp=2)
+
+
+def test_accelerate_refuses_fsdp_with_nothing_to_shard(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="GL117 accelerate's FSDP2 shards over dp_shard × cp = 1"):
+        _plan(tmp_path, tp=8, dp_replicate=4)

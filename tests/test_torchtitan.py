@@ -113,12 +113,12 @@ def test_the_table_names_presets_and_identifiers() -> None:
 
 
 def test_lint_reads_a_torchtitan_launch_and_its_config_module() -> None:
-    files = {name: (CORPUS / name).read_text() for name in ("titan_70b.sbatch", "titan_llama.py")}
+    files = {name: (CORPUS / name).read_text() for name in ("titan_70b.sbatch", "modules/titan_llama.py")}
     result = lint_texts(files)
     facts = views(next(run for run in result.runs if run.name == "titan_70b.sbatch"))[0]
     assert facts["framework"].value == "torchtitan"
     assert (facts["num_layers"].value, facts["hidden_size"].value) == (80, 8192)  # the 70B flavor, by ast
-    assert facts["num_layers"].source == "titan_llama.py:9:25"
+    assert facts["num_layers"].source == "modules/titan_llama.py:9:25"
     assert (facts["dp_replicate"].value, facts["dp_shard"].value, facts["tp"].value) == (2, 8, 4)
     assert facts["recompute"].value == "full"
     assert [f.code for f in result.findings if f.severity == "error"] == ["GL026"]
@@ -126,7 +126,7 @@ def test_lint_reads_a_torchtitan_launch_and_its_config_module() -> None:
 
 def test_a_config_module_that_names_no_flavor_is_a_note_not_a_guess() -> None:
     files = {"titan_70b.sbatch": (CORPUS / "titan_70b.sbatch").read_text(),
-             "titan_llama.py": "from torchtitan.models.llama3.config_registry import llama3_70b as run\n"}
+             "modules/titan_llama.py": "from torchtitan.models.llama3.config_registry import llama3_70b as run\n"}
     result = lint_texts(files)
     facts = views(next(run for run in result.runs if run.name == "titan_70b.sbatch"))[0]
     assert "num_layers" not in facts

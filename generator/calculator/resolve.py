@@ -146,11 +146,12 @@ def resolve(spec: Spec) -> Plan:
     replicate = shard = None
     if dp is not None:
         facts["dp"] = Fact(dp, DERIVED)
-        replicate, shard = p.data_parallel(dp, c.nodes)
+        replicate, shard = p.data_parallel(dp, c.nodes)  # None where the given one does not divide dp
         for key, found in (("dp_replicate", replicate), ("dp_shard", shard)):
             given = getattr(p, key) is not None or (key == "dp_replicate" and p.hybrid_shard)
             where = f"parallelism.{key}" if getattr(p, key) is not None else "parallelism.hybrid_shard"
-            facts[key] = Fact(found, spec.where(where) if given else DERIVED)
+            if found is not None:
+                facts[key] = Fact(found, spec.where(where) if given else DERIVED)
         b = spec.batch
         solved = solve_batch(b.micro_batch_size, b.gradient_accumulation_steps,
                              b.global_batch_size, b.tokens_per_step, dp, m.seq_length)

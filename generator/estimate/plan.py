@@ -119,8 +119,8 @@ def _shard_group(p, dp: Any, gpus_per_node: int) -> Any:
     array: one per auto-plan candidate)."""
     if p.dp_replicate is not None:
         return dp // p.dp_replicate if p.dp_replicate > 1 else None
-    if p.dp_shard is not None:
-        return p.dp_shard
+    if p.dp_shard is not None:  # all of a (plan's) dp: one group, as with neither given
+        return None if isinstance(dp, int) and dp == p.dp_shard else p.dp_shard
     return gpus_per_node if p.hybrid_shard else None
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from generator.dialects import Dialect, dialect, table
 from generator.errors import UserError
 from generator.frameworks import framework_of
+from generator.spec.model import model_from
 from generator.values import value
 
 CONFIG_MODULE = "torchtitan_config"  # torchtitan_config.py beside torchtitan_args.sh
@@ -50,10 +51,13 @@ def registry_model(spec) -> RegistryModel:
                         f"{preset or 'a model without a preset'} has none. Use one of {', '.join(models)}, "
                         "or framework megatron-lm",
                         spec.doc.locate(["model", "preset"] if preset else ["model"]))
-    changed = [k for k in spec.doc.data.get("model", {}) if k not in ("preset", "seq_length")]
+    flavor = model_from({"preset": preset})
+    changed = [k for k in spec.doc.data.get("model", {}) if k not in ("preset", "seq_length")
+               and getattr(spec.model, k, None) != getattr(flavor, k, None)]
     if changed:
         raise UserError(f"$.model: torchtitan's flavor {models[preset][2]} fixes the architecture; "
-                        f"remove {', '.join(changed)} (only seq_length is a training setting)",
+                        f"remove {', '.join(changed)}, or give {preset}'s values (only seq_length is a "
+                        "training setting)",
                         spec.doc.locate(["model", changed[0]], key=True))
     if spec.training.precision not in ("bf16", "fp32"):
         raise UserError(f"$.training.precision: {spec.training.precision} is not written for torchtitan "

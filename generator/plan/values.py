@@ -425,6 +425,7 @@ def accelerate_values(plan) -> dict[str, Any]:
     s, p, t = plan.spec, plan.spec.parallelism, plan.spec.training
     fsdp = plan.framework_record.fsdp
     deepspeed = plan.framework_record.deepspeed_engine
+    mesh = fsdp and (plan.dp_replicate > 1 or plan.tp > 1 or plan.cp > 1)
     return {
         "framework": plan.framework,
         "mixed_precision": {"bf16": "bf16", "fp16": "fp16"}.get(t.precision, "no") if fsdp else None,
@@ -436,8 +437,11 @@ def accelerate_values(plan) -> dict[str, Any]:
         "reshard_after_forward": plan.fsdp_reshard_after_forward if fsdp else None,
         "offload_params": p.zero_offload != "none" if fsdp else None,
         "activation_checkpointing": t.recompute != "none" if fsdp else None,
-        "dp_replicate_size": plan.dp_replicate if fsdp and plan.dp_replicate > 1 else None,
-        "dp_shard_size": plan.dp_shard if fsdp and plan.dp_replicate > 1 else None,
+        # accelerate's parallelism_config, where the run is more than FSDP2 over every process
+        "dp_replicate_size": plan.dp_replicate if mesh else None,
+        "dp_shard_size": plan.dp_shard if mesh else None,
+        "tp_size": plan.tp if mesh and plan.tp > 1 else None,
+        "cp_size": plan.cp if mesh and plan.cp > 1 else None,
     }
 
 

@@ -28,6 +28,16 @@ def _int(text: str | None) -> int | None:
     return int(text) if text is not None and text.lstrip("-").isdigit() else None
 
 
+def _number(kind: str, text: str | None) -> int | float | None:
+    """An int or float option's value (None: not a number, or not known statically)."""
+    if kind == "int":
+        return _int(text)
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
 def registry_facts(d: Dialect, texts: list[str | None]) -> dict[str, tuple[object, int]]:
     """{fact: (value, index of the word that gives it)} of the words in dialect ``d``."""
     entries = {e.flag: e for e in d.entries}
@@ -39,7 +49,8 @@ def registry_facts(d: Dialect, texts: list[str | None]) -> dict[str, tuple[objec
             continue
         words = option.texts(texts)
         where = option.values[0] if option.values else option.index
-        meaning = _int(words[0]) if entry.type == "int" and words else entry.meaning(words)
+        meaning = _number(entry.type, words[0]) if entry.type in ("int", "float") and words \
+            else entry.meaning(words)
         out[entry.fact or entry.value] = (meaning, where)
     for k in stray:  # tyro's subcommand (activation-checkpoint:full)
         entry = entries.get(texts[k] or "")

@@ -42,6 +42,7 @@ def config_model(framework: str, text: str, file: str) -> tuple[dict[str, Fact],
                              "model is not checked")]
     model = model_from({"preset": preset})
     facts = {key: Fact(getattr(model, key), source) for key in SHAPE}
+    facts["preset"] = Fact(preset, source)
     return facts, []
 
 

@@ -151,21 +151,29 @@ def data_parallel_factors(world_size: int, dp_shard: int | None = None, dp_repli
     group (torchtitan, accelerate's FSDP2). Fix: give one of dp_shard and dp_replicate (the other is
     derived), a pair whose product is dp, or framework fsdp or torchtitan for HSDP.
 
-    A size a file does not give is 1 (accelerate's parallelism_config has no pp; a size it leaves
-    out is 1). Example: 64 GPUs with tp 8 (dp 8) and dp_shard 3; dp_replicate 2 with framework
-    deepspeed."""
+    A model-parallel size a file does not give is 1 (accelerate's parallelism_config has no pp);
+    of dp_shard and dp_replicate, one not given is dp / the other.
+
+    Example: 64 GPUs with tp 8 (dp 8) and dp_shard 3; dp_replicate 2 with framework deepspeed."""
     tp, pp, cp = tp or 1, pp or 1, cp or 1
     model = tp * pp * cp
     if world_size % model:
         return None  # GL003's
     dp = world_size // model
+    if dp_replicate and dp_replicate > 1 and framework is not None and not framework_of(framework).hsdp:
+        return (f"framework {framework} does not replicate a sharded group (dp_replicate {dp_replicate}); "
+                "use dp_replicate 1, or framework fsdp or torchtitan (HSDP)", ("dp_replicate", "framework"))
     if dp_shard is None and dp_replicate is None:
         return None
-    if dp_shard is None:
+    if dp_shard is None:  # the other derived: dp / the given one
+        if dp % dp_replicate == 0:
+            return None
         return (f"dp_replicate {dp_replicate} does not divide dp {dp} = world {world_size} / (cp {cp} × "
                 f"tp {tp} × pp {pp}); use dp_replicate in {divisors(dp)}",
                 ("dp_replicate", "world_size", "tp", "pp", "cp"))
     if dp_replicate is None:
+        if dp % dp_shard == 0:
+            return None
         return (f"dp_shard {dp_shard} does not divide dp {dp} = world {world_size} / (cp {cp} × tp {tp} × "
                 f"pp {pp}); use dp_shard in {divisors(dp)}", ("dp_shard", "world_size", "tp", "pp", "cp"))
     if dp_replicate * dp_shard * model != world_size:
@@ -173,9 +181,6 @@ def data_parallel_factors(world_size: int, dp_shard: int | None = None, dp_repli
                 f"tp {tp} × pp {pp} = {dp_replicate * dp_shard * model}; give dp_shard × dp_replicate = "
                 f"dp {dp}, e.g. dp_shard {dp // dp_replicate if dp % dp_replicate == 0 else dp} alone",
                 ("dp_replicate", "dp_shard", "world_size", "tp", "pp", "cp"))
-    if dp_replicate > 1 and framework is not None and not framework_of(framework).hsdp:
-        return (f"framework {framework} does not replicate a sharded group (dp_replicate {dp_replicate}); "
-                "use dp_replicate 1, or framework fsdp or torchtitan (HSDP)", ("dp_replicate", "framework"))
     return None
 
 

@@ -54,6 +54,7 @@ CODES: dict[str, str] = {
     "GL112": "fsdp",
     "GL113": "fsdp",
     "GL114": "fsdp",
+    "GL117": "fsdp",
     # generator/rules/launch.py
     "GL004": "launch",
     "GL005": "launch",
