@@ -279,7 +279,8 @@ class Plan:
         release's default); DeepSpeed's engine (Megatron-DeepSpeed, DeepSpeed, the Trainer with
         DeepSpeed); torch.distributed.checkpoint for FSDP2's sharded state (the Trainer's)."""
         fixed = self.framework_record.checkpoint_format
-        return fixed or self.spec.checkpoint.format or self.dialect.catalogue.get("--ckpt-format").default
+        return fixed or run_io_values(self.spec)["ckpt_format"] or \
+            self.dialect.catalogue.get("--ckpt-format").default
 
     def scheduler_state(self) -> dict[str, Any]:
         return scheduler_state(self)

@@ -26,7 +26,7 @@ _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
 # none: the even split)
 _CHOICES = {"moe_router_score_function", "moe_router_pre_softmax", "moe_load_balancing", "linear_bias",
             "moe_token_dispatcher", "ep_comm_overlap", "moe_grouped_gemm", "multi_latent_attention",
-            "recompute", "recompute_modules", "pipeline_layout"}
+            "recompute", "recompute_modules", "pipeline_layout", "ckpt_format"}
 # the Megatron values that are counts (at least 1): the rules divide by them, so 0 (or less)
 # written in a script is a note and an unknown, never a division by zero
 _COUNTS = {"tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch_size", "global_batch_size", "num_layers",

@@ -102,6 +102,7 @@ CODES: dict[str, str] = {
     "GL235": "megatron",
     "GL236": "megatron",
     "GL237": "megatron",
+    "GL238": "megatron",
     # generator/rules/reading.py
     "GL900": "reading",
     "GL901": "reading",

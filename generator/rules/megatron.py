@@ -200,15 +200,39 @@ def heads_groups(num_attention_heads: int, num_query_groups: int) -> str | None:
 
 
 @rule("GL208", "zero-stage-with-megatron-lm", "zero_stage is a DeepSpeed setting.")
-def zero_with_megatron(zero_stage: int, framework: str) -> str | None:
-    """Megatron-LM has no ZeRO stages; its equivalent of ZeRO-1 is the distributed optimizer. Fix:
-    distributed_optimizer: true instead.
+def zero_with_megatron(zero_stage: int, framework: str, megatron_fsdp: bool | None = None) -> str | None:
+    """Megatron-LM has no ZeRO stages; its equivalent of ZeRO-1 is the distributed optimizer, and
+    Megatron-FSDP (megatron_fsdp) shards as the stage says (--data-parallel-sharding-strategy).
+    Fix: distributed_optimizer: true instead, or megatron_fsdp: true.
 
-    Example: zero_stage: 1 with framework megatron-lm."""
-    if framework_of(framework).sharding != "distributed_optimizer" or zero_stage == 0:
+    Example: zero_stage: 3 with framework megatron-lm."""
+    if framework_of(framework).sharding != "distributed_optimizer" or zero_stage == 0 or megatron_fsdp:
         return None
     return (f"zero_stage {zero_stage} has no effect with megatron-lm; remove it and set "
-            "distributed_optimizer: true for ZeRO-1-style sharding")
+            "distributed_optimizer: true for ZeRO-1-style sharding, or megatron_fsdp: true to shard "
+            "as the stage says (Megatron-FSDP)")
+
+
+@rule("GL238", "megatron-fsdp",
+      "Megatron-FSDP checkpoints in fsdp_dtensor and needs more than one CUDA connection.")
+def megatron_fsdp_settings(megatron_fsdp: bool, ckpt_format: str | None = None,
+                           cuda_device_max_connections: str | None = None) -> str | None:
+    """Megatron-LM's validate_args with --use-megatron-fsdp asserts ``--ckpt-format fsdp_dtensor``
+    (Megatron FSDP only supports fsdp_dtensor checkpoint format) and that
+    CUDA_DEVICE_MAX_CONNECTIONS is not 1 (FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset).
+    Fix: checkpoint.format fsdp_dtensor (or leave it: gen-launch writes it), and do not export
+    CUDA_DEVICE_MAX_CONNECTIONS=1.
+
+    Example: megatron_fsdp with checkpoint.format torch_dist."""
+    if not megatron_fsdp:
+        return None
+    if ckpt_format is not None and ckpt_format != "fsdp_dtensor":
+        return (f"Megatron-FSDP checkpoints only in the fsdp_dtensor format, not {ckpt_format}; set "
+                "checkpoint.format fsdp_dtensor or remove it", ("ckpt_format", "megatron_fsdp"))
+    if cuda_device_max_connections == "1":
+        return ("Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1; do not export it",
+                ("cuda_device_max_connections", "megatron_fsdp"))
+    return None
 
 
 @rule("GL209", "distributed-optimizer-with-deepspeed",

@@ -234,6 +234,7 @@ class Parallelism:
     sequence_parallel: bool
     zero_stage: int | None
     distributed_optimizer: bool
+    megatron_fsdp: bool  # Megatron-LM: Megatron-FSDP, its sharding from zero_stage
     dp: int | None
     dp_shard: int | None  # FSDP: the shard group of the data-parallel group (None: derived)
     dp_replicate: int | None  # FSDP: replicas of the shard group (HSDP; None: derived)
