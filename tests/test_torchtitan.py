@@ -92,7 +92,7 @@ def test_pipelining_carries_the_accumulation_as_pipeline_micro_batches(tmp_path:
                 "seq_length": 2048}}, "a model without a preset has none"),
     ({"model": {"preset": "llama3-8b", "num_layers": 16}}, "flavor 8B fixes the architecture; remove num_layers"),
     ({"training": {"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10}, "precision": "fp16"}},
-     "fp16 is not written for torchtitan"),
+     "not float16; use bf16"),
 ])
 def test_what_torchtitan_cannot_build_is_refused_where_it_is_written(tmp_path: Path, change, words) -> None:
     spec = tmp_path / "spec.yaml"
@@ -131,3 +131,47 @@ def test_a_config_module_that_names_no_flavor_is_a_note_not_a_guess() -> None:
     facts = views(next(run for run in result.runs if run.name == "titan_70b.sbatch"))[0]
     assert "num_layers" not in facts
     assert any("model_registry" in what for _, what in result.problems)
+
+
+def _fp8(tmp_path: Path, recipe: str | None, gpu: str = "h100-80gb", compile_: bool = True):
+    training = {"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10}, "precision": "fp8",
+                **({"fp8_recipe": recipe} if recipe else {})}
+    return plan_of(tmp_path, _spec(training=training, torchtitan={"compile": compile_},
+                                   cluster={"nodes": 2, "gpus_per_node": 8, "gpu": gpu}))
+
+
+def test_fp8_is_a_converter_of_the_flavor_that_lint_reads_back(tmp_path: Path) -> None:
+    files = render_all(_fp8(tmp_path, "rowwise"))
+    module = ast.parse(files["torchtitan_config.py"])
+    configs = [n for n in ast.walk(module) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "Config"]
+    assert [(c.func.value.id, {k.arg: k.value.value for k in c.keywords}) for c in configs] == \
+        [("Float8LinearConverter", {"recipe_name": "rowwise", "model_compile_enabled": True})]
+    assert "--training.mixed_precision_param" not in _words(files)  # bf16 parameters: torchtitan's default
+    facts = views(next(r for r in lint_texts(files).runs if r.name == "launch.sbatch"))[0]
+    assert (facts["precision"].value, facts["fp8_recipe"].value) == ("fp8", "rowwise")
+    mx = ast.parse(render_all(_fp8(tmp_path, "mxfp8", gpu="b200", compile_=False))["torchtitan_config.py"])
+    calls = [n for n in ast.walk(mx) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "Config"]
+    assert [(c.func.value.id, [k.arg for k in c.keywords]) for c in calls] == \
+        [("MXFP8LinearConverter", ["model_compile_enabled"])]
+
+
+@pytest.mark.parametrize(("recipe", "gpu", "words"), [
+    (None, "h100-80gb", r"fp8_recipe delayed is not one of torchtitan's \(rowwise, mxfp8\)"),
+    ("mxfp8", "h100-80gb", "fp8_recipe mxfp8 needs Blackwell's"),
+    ("rowwise", "a100-80gb", "precision fp8 needs FP8 tensor cores"),
+])
+def test_fp8_recipes_torchtitan_cannot_run_are_refused(tmp_path: Path, recipe, gpu: str, words: str) -> None:
+    from generator.calculator.resolve import PlanError
+
+    with pytest.raises(PlanError, match=words):
+        _fp8(tmp_path, recipe, gpu=gpu)
+
+
+def test_rowwise_is_not_transformer_engines(tmp_path: Path) -> None:
+    from generator.calculator.resolve import PlanError
+
+    from .helpers import spec_dict
+
+    with pytest.raises(PlanError, match="fp8_recipe rowwise is torchtitan's"):
+        plan_of(tmp_path, spec_dict(training={"train_iters": 100, "lr": 1.0e-4, "warmup": {"iters": 10},
+                                              "precision": "fp8", "fp8_recipe": "rowwise"}))

@@ -419,6 +419,13 @@ def registry_can(framework: str, capability: str) -> bool:
     return dialect(framework, tuple(table(framework)["releases"])[-1]).can(capability)
 
 
+def registry_recipes(framework: str) -> tuple[str, ...] | None:
+    """The FP8 recipes of a config registry framework's table (None for the others)."""
+    if not framework_of(framework).config_registry:
+        return None
+    return tuple(table(framework).get("fp8", {}))
+
+
 def title_of(framework: str, megatron_dialect: str | None) -> str:
     """How messages name what reads the arguments: the dialect's title, else the framework."""
     return framework if megatron_dialect is None else dialect(megatron_dialect).title

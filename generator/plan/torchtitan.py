@@ -20,6 +20,8 @@ from generator.values import value
 
 CONFIG_MODULE = "torchtitan_config"  # torchtitan_config.py beside torchtitan_args.sh
 CONFIG_FUNCTION = "gen_launch_run"
+# the run's FP8 converters are of this module (the table names the classes)
+QUANTIZATION = "torchtitan.components.quantization"
 # the spec's decay -> (torchtitan's decay_type, decay_ratio: None decays right after warmup)
 _DECAY = {"cosine": ("cosine", None), "linear": ("linear", None), "constant": (None, 0.0)}
 
@@ -59,11 +61,28 @@ def registry_model(spec) -> RegistryModel:
                         f"remove {', '.join(changed)}, or give {preset}'s values (only seq_length is a "
                         "training setting)",
                         spec.doc.locate(["model", changed[0]], key=True))
-    if spec.training.precision not in ("bf16", "fp32"):
-        raise UserError(f"$.training.precision: {spec.training.precision} is not written for torchtitan "
-                        "here (its parameters train in bfloat16 or float32); use bf16",
+    if spec.training.precision == "fp16":
+        raise UserError("$.training.precision: torchtitan trains its parameters in bfloat16 or float32, not "
+                        "float16; use bf16 (or fp8: bf16 with FP8 linear layers)",
                         spec.doc.locate(["training", "precision"]))
     return RegistryModel(*models[preset])
+
+
+@value
+class Converter:
+    """The FP8 converter torchtitan_config.py gives the flavor (precision fp8)."""
+
+    name: str  # of torchtitan.components.quantization
+    recipe: str | None  # its recipe_name, where it takes one
+    compiled: bool  # the run compiles the model (the converter is told, as torchtitan's own do)
+
+
+def fp8_converter(spec) -> Converter | None:
+    """The converter of the spec's fp8_recipe (GL226 refuses a recipe the table lacks)."""
+    if spec.training.precision != "fp8":
+        return None
+    name, recipe = table(spec.framework)["fp8"][spec.training.fp8_recipe]
+    return Converter(name, recipe, spec.torchtitan.compile)
 
 
 def torchtitan_values(plan) -> dict[str, Any]:

@@ -43,7 +43,29 @@ def config_model(framework: str, text: str, file: str) -> tuple[dict[str, Fact],
     model = model_from({"preset": preset})
     facts = {key: Fact(getattr(model, key), source) for key in SHAPE}
     facts["preset"] = Fact(preset, source)
+    facts.update(_fp8(framework, tree, file))
     return facts, []
+
+
+def _fp8(framework: str, tree: ast.AST, file: str) -> dict[str, Fact]:
+    """precision fp8 and its recipe where the module builds one of the table's FP8 converters
+    (``Float8LinearConverter.Config(recipe_name="rowwise", ...)``)."""
+    recipes = table(framework).get("fp8", {})
+    names = {name for name, _ in recipes.values()}
+    for node in ast.walk(tree):
+        func = node.func if isinstance(node, ast.Call) else None
+        if not (isinstance(func, ast.Attribute) and func.attr == "Config" and isinstance(func.value, ast.Name)
+                and func.value.id in names):
+            continue
+        given = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+        recipe = next((key for key, (name, default) in recipes.items() if name == func.value.id
+                       and given.get("recipe_name", default) == default), None)
+        source = f"{file}:{node.lineno}:{node.col_offset + 1}"
+        out = {"precision": Fact("fp8", source)}
+        if recipe is not None:
+            out["fp8_recipe"] = Fact(recipe, source)
+        return out
+    return {}
 
 
 def _flavor_call(node: ast.AST) -> bool:

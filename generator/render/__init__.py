@@ -23,6 +23,8 @@ from generator.plan.plan import Plan
 from generator.plan.torchtitan import (
     CONFIG_FUNCTION,
     CONFIG_MODULE,
+    QUANTIZATION,
+    fp8_converter,
     registry_dialect,
     registry_model,
     torchtitan_values,
@@ -145,7 +147,8 @@ def render(plan: Plan, target: str) -> str:
                  "dialect": registry_dialect(plan.spec)}
     elif target == "torchtitan_config":
         extra = {"registry": registry_model(plan.spec), "module_name": CONFIG_MODULE,
-                 "function": CONFIG_FUNCTION}
+                 "function": CONFIG_FUNCTION, "converter": fp8_converter(plan.spec),
+                 "quantization": QUANTIZATION}
     elif target == "trainer":
         values = trainer_values(plan)
         extra = {"arguments": argument_lines(dialect("trainer"), values),

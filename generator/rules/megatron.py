@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 
-from generator.dialects import capable, dialect, registry_can, title_of
+from generator.dialects import capable, dialect, registry_can, registry_recipes, title_of
 from generator.frameworks import framework_of
 from generator.rules.flags import fork_flags, script_dialect
 from generator.rules.registry import Uncertain, rule
@@ -314,7 +314,7 @@ def fp8_support(precision: str, framework: str, gpu: str | None = None,
         return (f"precision fp8 needs FP8 tensor cores, which {gpu} does not have; use bf16, or a "
                 "GPU with FP8 (h100-80gb, h200-141gb, b200, gb200, mi300x, mi325x, gaudi3)",
                 ("precision", "gpu"))
-    if not capable(megatron_dialect, "fp8"):
+    if not capable(megatron_dialect, "fp8") and not registry_can(framework, "fp8"):
         return (f"precision fp8 (Transformer Engine) is a Megatron-LM feature, not "
                 f"{title_of(framework, megatron_dialect)}'s; use bf16", ("precision", "framework"))
     return None
@@ -449,17 +449,26 @@ def tp_comm_overlap_requirements(tp_comm_overlap: bool, tp: int | None = None,
       "FP8 recipe blockwise needs megatron-core 0.14, mxfp8 a Blackwell GPU.")
 def fp8_recipe_requirements(fp8_recipe: str, megatron_version: str | None = None,
                             megatron_dialect: str | None = None, nvidia_cc: float | None = None,
-                            gpu: str | None = None, precision: str | None = None) -> str | None:
+                            gpu: str | None = None, precision: str | None = None,
+                            framework: str | None = None) -> str | None:
     """training.fp8_recipe (--fp8-recipe) picks how Transformer Engine scales the FP8 tensors
     (Megatron reads it only with --fp8-format: a run in another precision ignores it).
     blockwise is a choice of megatron-core 0.14 and later (earlier parsers refuse it); mxfp8
     scales 32-element blocks in the tensor cores of Blackwell (compute capability 10) and later,
-    which Transformer Engine refuses on Hopper. Fix: a newer megatron.version, or delayed /
-    tensorwise (or blockwise) on Hopper.
+    which Transformer Engine refuses on Hopper. torchtitan's recipes are torchao's converters, its
+    table's (rowwise, mxfp8); rowwise is none of Transformer Engine's. Fix: a newer
+    megatron.version, delayed / tensorwise (or blockwise) on Hopper, a recipe of the framework's.
 
     Example: fp8_recipe mxfp8 on h100-80gb."""
     if precision is not None and precision != "fp8":
         return None
+    own = registry_recipes(framework) if framework is not None else None
+    if own is not None and fp8_recipe not in own:
+        return (f"fp8_recipe {fp8_recipe} is not one of {framework}'s ({', '.join(own)}); set "
+                f"training.fp8_recipe to one", ("fp8_recipe", "framework"))
+    if own is None and fp8_recipe == "rowwise" and megatron_dialect is not None:
+        return ("fp8_recipe rowwise is torchtitan's (torchao); Transformer Engine scales delayed, "
+                "tensorwise, blockwise or mxfp8", ("fp8_recipe", "framework"))
     if fp8_recipe == "blockwise" and megatron_dialect is not None and \
             not dialect(megatron_dialect, megatron_version).can("fp8_blockwise"):
         return (f"fp8_recipe blockwise needs megatron-core 0.14 or later (megatron.version is "
