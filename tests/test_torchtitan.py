@@ -61,7 +61,7 @@ def test_the_files_of_a_torchtitan_run(tmp_path: Path) -> None:
     assert words[-1] == "activation-checkpoint:none"  # the subcommand last
     assert "--training.disable_cuda_graphs" not in words  # no pipelining, no experts
     assert 'source "${GEN_LAUNCH_DIR}/torchtitan_args.sh"' in files["launch.sbatch"]
-    assert '-m torchtitan.train "${TRAIN_ARGS[@]}"' in files["launch.sbatch"]
+    assert '-m torchtitan.train "${EXTRA_ARGS[@]}" "${TRAIN_ARGS[@]}"' in files["launch.sbatch"]
 
 
 def test_the_config_module_builds_the_presets_flavor(tmp_path: Path) -> None:
@@ -175,3 +175,12 @@ def test_rowwise_is_not_transformer_engines(tmp_path: Path) -> None:
     with pytest.raises(PlanError, match="fp8_recipe rowwise is torchtitan's"):
         plan_of(tmp_path, spec_dict(training={"train_iters": 100, "lr": 1.0e-4, "warmup": {"iters": 10},
                                               "precision": "fp8", "fp8_recipe": "rowwise"}))
+
+
+def test_extra_words_come_before_the_subcommand(tmp_path: Path) -> None:
+    """tyro gives the words after activation-checkpoint:X to the subcommand: launch.extra_args go
+    first, TORCHTITAN_ARGS (its subcommand last) after them."""
+    plan = plan_of(tmp_path, _spec(launch={"launcher": "torchrun", "extra_args": ["--metrics.log_freq", "5"]}))
+    sbatch = render_all(plan)["launch.sbatch"]
+    assert '-m torchtitan.train "${EXTRA_ARGS[@]}" "${TRAIN_ARGS[@]}"' in sbatch
+    assert "EXTRA_ARGS=(--metrics.log_freq 5)" in sbatch
