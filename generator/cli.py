@@ -126,7 +126,8 @@ def generate(
     overrides: SetOption = None,
 ) -> None:
     """Render the plan into ds_config.json, megatron_args.sh, trainer_args.sh,
-    accelerate_config.yaml and launch.sbatch (those the framework and launcher use) and plan.json."""
+    accelerate_config.yaml, torchtitan_args.sh, torchtitan_config.py and launch.sbatch (those the
+    framework and launcher use) and plan.json."""
 
     if len(specs) > 1 and out is not None:
         typer.echo("--out takes one spec; several specs each go to launch/<name>/", err=True)

@@ -82,7 +82,8 @@ def test_pipelining_carries_the_accumulation_as_pipeline_micro_batches(tmp_path:
         == ("1", "8")  # 8 pipeline micro-batches a local batch; torchtitan accumulates once
     assert int(options["--training.global_batch_size"]) == 8 * plan.dp == plan.global_batch_size
     assert options["--parallelism.pipeline_parallel_schedule"] == "Interleaved1F1B"
-    assert options["--parallelism.pipeline_parallel_layers_per_stage"] == "8"  # 32 layers / (pp 2 × vpp 2)
+    # torchtitan: ceil((32 layers + 1 embedding + 1 output) / 9) = 4 stages = pp 2 × vpp 2
+    assert options["--parallelism.pipeline_parallel_layers_per_stage"] == "9"
     assert "--training.disable_cuda_graphs" in words
 
 

@@ -85,6 +85,21 @@ def fp8_converter(spec) -> Converter | None:
     return Converter(name, recipe, spec.torchtitan.compile)
 
 
+def layers_per_stage(plan) -> int:
+    """pipeline_parallel_layers_per_stage for pp × vpp stages: torchtitan makes ceil((layers +
+    the embedding's and output's share) / layers per stage) stages; a refusal where none does."""
+    first, last = table(plan.framework)["stage_less_layers"]
+    weighted, stages = plan.model.num_layers + first + last, plan.pp * plan.vpp
+    per_stage = -(-weighted // stages)
+    if -(-weighted // per_stage) != stages:
+        layers = plan.model.num_layers
+        raise UserError(f"$.parallelism.vpp: torchtitan splits {layers} layers (+ {first + last} for the "
+                        f"embedding and output) into stages of equal size; no size gives pp {plan.pp} × vpp "
+                        f"{plan.vpp} = {stages} stages (use another vpp)",
+                        plan.spec.doc.locate(["parallelism", "vpp"]))
+    return per_stage
+
+
 def torchtitan_values(plan) -> dict[str, Any]:
     """The values torchtitan.yaml's entries write, and those its comments name."""
     s, t = plan.spec, plan.spec.training
@@ -101,7 +116,7 @@ def torchtitan_values(plan) -> dict[str, Any]:
         "tp": plan.tp, "cp": plan.cp, "pp": plan.pp, "ep": plan.ep,
         "pp_schedule": ("Interleaved1F1B" if interleaved else "1F1B") if piped else None,
         "pp_microbatch_size": plan.micro_batch_size if piped else None,
-        "pp_layers_per_stage": plan.model.num_layers // (plan.pp * plan.vpp) if interleaved else None,
+        "pp_layers_per_stage": layers_per_stage(plan) if interleaved else None,
         "local_batch_size": local, "global_batch_size": plan.global_batch_size,
         "titan_accumulation": plan.global_batch_size // (local * plan.dp),
         "seq_length": plan.model.seq_length, "train_iters": plan.schedule.train_iters,

@@ -31,7 +31,16 @@ def parsed(case: dict) -> dict:
         sys.path.remove(case["folder"])
     p, t = config.parallelism, config.training
     model = config.model_spec.model
+    stages = None
+    if dims.pp > 1:  # the virtual stages torchtitan's pipeline builder would make (CPU, no mesh)
+        from torchtitan.distributed.pipeline_parallel import _get_pipeline_metadata
+
+        try:
+            stages = _get_pipeline_metadata(dims, p, model)[0]
+        except ValueError as exc:
+            return {"error": f"pipeline: {exc}"}
     return {
+        "pp_stages": stages,
         "dims": {"dp_replicate": dims.dp_replicate, "dp_shard": dims.dp_shard, "cp": dims.cp, "tp": dims.tp,
                  "pp": dims.pp, "ep": dims.ep},
         "local_batch_size": t.local_batch_size, "global_batch_size": t.global_batch_size,
