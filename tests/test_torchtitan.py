@@ -185,3 +185,18 @@ def test_extra_words_come_before_the_subcommand(tmp_path: Path) -> None:
     sbatch = render_all(plan)["launch.sbatch"]
     assert '-m torchtitan.train "${EXTRA_ARGS[@]}" "${TRAIN_ARGS[@]}"' in sbatch
     assert "EXTRA_ARGS=(--metrics.log_freq 5)" in sbatch
+
+
+def test_extra_words_are_checked_against_torchtitans_options(tmp_path: Path) -> None:
+    """tyro exits 2 on an option it does not know: launch.extra_args are held to the catalogue
+    extracted from torchtitan 0.3.0's parser (GL219) and to what the plan writes (GL220)."""
+    from generator.calculator.resolve import PlanError
+
+    extra = ["--metrics.log_freq", "5", "--traning.steps", "3", "--training.seq_len", "4096"]
+    with pytest.raises(PlanError) as exc:
+        plan_of(tmp_path, _spec(launch={"launcher": "torchrun", "extra_args": extra}))
+    message = str(exc.value)
+    assert "GL219 launch.extra_args[2] --traning.steps is not an option of torchtitan 0.3; did you mean " \
+           "--training.steps" in message
+    assert "GL220 launch.extra_args[4] --training.seq_len repeats --training.seq_len" in message
+    assert "--metrics.log_freq" not in message

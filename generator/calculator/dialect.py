@@ -17,6 +17,7 @@ from generator.dialects.arguments import (
 )
 from generator.dialects.argv import split
 from generator.frameworks import framework_of, frameworks_where
+from generator.plan.torchtitan import registry_dialect, torchtitan_values
 from generator.plan.values import megatron_values, spec_value
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
@@ -27,6 +28,9 @@ from generator.values import value
 def dialect_findings(plan) -> list[Finding]:
     findings = _ignored_settings(plan.spec)
     d = plan.dialect
+    if d is None and plan.framework_record.config_registry and plan.spec.launch.check_extra_args:
+        # torchtitan: launch.extra_args against tyro's options (its catalogue) and the table
+        findings += extra_args_findings(plan, registry_dialect(plan.spec), torchtitan_values(plan))
     if d is None:
         return findings + _unwritten_run_io(plan.spec)
     values = megatron_values(plan)
