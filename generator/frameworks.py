@@ -41,7 +41,8 @@ class Framework:
     # the attention kernel the run uses: the preset's (megatron-core: cuDNN on Hopper) or
     # FlashAttention-2 (flash-attn or SDPA's flash backend)
     attention_kernel: str = "flash-attention-2"
-    # which scheduler steps the learning rate: "megatron", "deepspeed" (ds_config's) or "trainer"
+    # which scheduler steps the learning rate: "megatron", "deepspeed" (ds_config's), "trainer" or
+    # "torchtitan" (its lr_scheduler section)
     lr_scheduler: str = "megatron"
     # HSDP: the data-parallel group can be replicas of a shard group (parallelism.dp_replicate > 1)
     hsdp: bool = False

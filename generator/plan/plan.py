@@ -18,6 +18,7 @@ from generator.dialects import dialect_of
 from generator.frameworks import Framework, framework_of
 from generator.plan.ramp import BatchRamp
 from generator.plan.schedule import Schedule
+from generator.plan.torchtitan import registry_dialect
 from generator.plan.values import run_io_values, scheduler_state
 from generator.shell import ShellRef
 from generator.spec.architecture import architecture_line
@@ -148,6 +149,14 @@ class Plan:
     def dialect(self):
         """The dialect the Megatron arguments are written in (None without Megatron arguments)."""
         return dialect_of(self.spec)
+
+    @property
+    def written_for(self):
+        """The dialect the run's arguments are written in: Megatron's, or a config registry's
+        (torchtitan's release); None for the Trainer's and plain DeepSpeed."""
+        if self.framework_record.config_registry:
+            return registry_dialect(self.spec)
+        return self.dialect
 
     def dialect_can(self, capability: str) -> bool:
         return self.dialect is not None and self.dialect.can(capability)
@@ -305,9 +314,9 @@ class Plan:
             "spec": s.source,
             "name": s.name,
             "framework": s.framework,
-            "dialect": None if self.dialect is None else {"name": self.dialect.name,
-                                                          "release": self.dialect.release,
-                                                          "title": str(self.dialect)},
+            "dialect": None if self.written_for is None else {"name": self.written_for.name,
+                                                              "release": self.written_for.release,
+                                                              "title": str(self.written_for)},
             "cluster": {"nodes": s.cluster.nodes, "gpus_per_node": s.cluster.gpus_per_node,
                         "gpu": s.cluster.gpu, "world_size": self.world_size},
             "parallelism": {"tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep,
