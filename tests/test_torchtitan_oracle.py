@@ -100,6 +100,8 @@ def test_torchtitan_parses_the_plan(runs, name: str) -> None:
     micro = got["pp_microbatch_size"] if plan.pp > 1 else got["local_batch_size"]
     assert (micro, accumulation * pipeline) == (plan.micro_batch_size, plan.gradient_accumulation_steps)
     assert (got["seq_len"], got["steps"]) == (plan.model.seq_length, plan.schedule.train_iters)
+    if plan.tp > 1:  # torchtitan's default is on; the spec's sequence_parallel is written either way
+        assert got["sequence_parallel"] == plan.spec.parallelism.sequence_parallel
     assert got["lr"] == plan.lr and got["lr_scheduler"]["warmup_steps"] == plan.schedule.warmup_iters
     assert got["activation_checkpoint"] == {"none": "NoneType", "selective": "SelectiveAC.Config",
                                             "full": "FullAC.Config"}[plan.spec.training.recompute]

@@ -114,6 +114,7 @@ def torchtitan_values(plan) -> dict[str, Any]:
         "world_size": plan.world_size, "dp": plan.dp,
         "dp_replicate": plan.dp_replicate, "dp_shard": plan.dp_shard,
         "tp": plan.tp, "cp": plan.cp, "pp": plan.pp, "ep": plan.ep,
+        "titan_sequence_parallel": s.parallelism.sequence_parallel if plan.tp > 1 else None,
         "pp_schedule": ("Interleaved1F1B" if interleaved else "1F1B") if piped else None,
         "pp_microbatch_size": plan.micro_batch_size if piped else None,
         "pp_layers_per_stage": layers_per_stage(plan) if interleaved else None,

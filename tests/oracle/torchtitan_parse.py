@@ -45,7 +45,7 @@ def parsed(case: dict) -> dict:
                  "pp": dims.pp, "ep": dims.ep},
         "local_batch_size": t.local_batch_size, "global_batch_size": t.global_batch_size,
         "seq_len": t.seq_len, "steps": t.steps, "disable_cuda_graphs": t.disable_cuda_graphs,
-        "pp_schedule": p.pipeline_parallel_schedule,
+        "pp_schedule": p.pipeline_parallel_schedule, "sequence_parallel": p.enable_sequence_parallel,
         "pp_microbatch_size": p.pipeline_parallel_microbatch_size,
         "pp_layers_per_stage": p.pipeline_parallel_layers_per_stage,
         "activation_checkpoint": type(config.activation_checkpoint).__qualname__,
