@@ -15,7 +15,7 @@ from generator.executors import executor_of
 from generator.lint.readback import check_rendered
 from generator.plan.stages import stage_folder
 from generator.readers.kubernetes import read_executor_file
-from generator.render import ARTIFACTS, PLAN_FILE, PREFLIGHT, render_files, targets_for
+from generator.render import ARTIFACTS, NOT_LINTED, render_files, targets_for
 from generator.run import resolve_run
 from generator.sweep import index as sweep_index
 from generator.sweep import sweep_points
@@ -55,7 +55,7 @@ def render_all(plan) -> dict[str, str]:
     """File name -> text for every artifact the framework uses, plus preflight.py and plan.json;
     the artifacts read back by the linter and checked against the plan (lint/readback.py)."""
     files = render_files(plan)
-    checked = {name: text for name, text in files.items() if name not in (PREFLIGHT[0], PLAN_FILE)}
+    checked = {name: text for name, text in files.items() if name not in NOT_LINTED}
     record = executor_of(plan.spec.launch.executor)
     read = read_executor_file(files[record.file], record.file)  # the pods' script (None: Slurm's)
     check_rendered(plan, checked, record.file if read is None else read.script)

@@ -131,8 +131,9 @@ def generate(
     overrides: SetOption = None,
 ) -> None:
     """Render the plan into ds_config.json, megatron_args.sh, trainer_args.sh,
-    accelerate_config.yaml (those the framework and launcher use), the executor's file (launch.sbatch,
-    trainjob.yaml, pytorchjob.yaml, jobset.yaml or sky.yaml with launch.sh) and plan.json."""
+    accelerate_config.yaml, torchtitan_args.sh, torchtitan_config.py (those the framework and
+    launcher use), the executor's file (launch.sbatch, trainjob.yaml, pytorchjob.yaml, jobset.yaml
+    or sky.yaml with launch.sh) and plan.json."""
 
     if len(specs) > 1 and out is not None:
         typer.echo("--out takes one spec; several specs each go to launch/<name>/", err=True)

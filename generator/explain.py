@@ -16,11 +16,10 @@ from generator.units import human
 
 
 def _fsdp_text(plan: Plan) -> str:
-    c = plan.spec.cluster
     kind = "full shard (re-shard after forward)" if plan.fsdp_reshard_after_forward else \
         "shard-grad-op (parameters kept for the backward)"
-    hybrid = (f", hybrid: sharded over the {c.gpus_per_node} GPUs of a node, replicated over "
-              f"{c.nodes} nodes") if plan.spec.parallelism.hybrid_shard else ""
+    hybrid = (f", hybrid: sharded over dp_shard {plan.dp_shard} ranks, replicated dp_replicate "
+              f"{plan.dp_replicate} times") if plan.dp_replicate > 1 else ""
     return f"; FSDP2 {kind}{hybrid}"
 
 

@@ -41,8 +41,24 @@ class Framework:
     # the attention kernel the run uses: the preset's (megatron-core: cuDNN on Hopper) or
     # FlashAttention-2 (flash-attn or SDPA's flash backend)
     attention_kernel: str = "flash-attention-2"
-    # which scheduler steps the learning rate: "megatron", "deepspeed" (ds_config's) or "trainer"
+    # which scheduler steps the learning rate: "megatron", "deepspeed" (ds_config's), "trainer" or
+    # "torchtitan" (its lr_scheduler section)
     lr_scheduler: str = "megatron"
+    # HSDP: the data-parallel group can be replicas of a shard group (parallelism.dp_replicate > 1)
+    hsdp: bool = False
+    # the model-parallel sizes an FSDP framework has beside its sharding (GL113 refuses the others),
+    # and the launcher whose config carries them (None: any it has)
+    model_parallel: tuple[str, ...] = ("tp", "pp", "cp", "ep")
+    model_parallel_launcher: str | None = None
+    # the run is a config function (--module M --config F) with --section.field overrides, in the
+    # dialect table of the same name (torchtitan_args.sh, torchtitan_config.py; the spec field
+    # dialect_setting picks its release)
+    config_registry: bool = False
+    # the Python module the launcher runs (`torchrun -m MODULE`) where launch.entrypoint is not given
+    entry_module: str | None = None
+    # its checkpoints in checkpoint.dir, a folder per step: NAME-STEP (the chain compares the newest
+    # before and after each job; None: the Trainer's checkpoint-N, Megatron's or DeepSpeed's tracker)
+    step_folders: str | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -102,10 +118,20 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                "(trainer_args.sh), the sbatch script, and with the accelerate launcher an accelerate config."
                " Sharding from parallelism.zero_stage: 3 full shard (reshard after forward), 2 shard "
                "gradients and optimizer only; parallelism.hybrid_shard shards within a node and replicates "
-               "across nodes."),
+               "across nodes. tp and cp with the accelerate launcher (its parallelism_config)."),
               megatron_arguments=False, megatron_core=False, deepspeed_engine=False,
               trainer="always", sharding="fsdp", launchers=("torchrun", "srun", "accelerate"),
-              checkpoint_format="torch_dcp", lr_scheduler="trainer"),
+              checkpoint_format="torch_dcp", lr_scheduler="trainer", hsdp=True, model_parallel=("tp", "cp"),
+              model_parallel_launcher="accelerate"),
+    Framework("torchtitan", "torchtitan",
+              ("PyTorch's torchtitan (torchrun -m torchtitan.train): FSDP2 with tensor, pipeline, context "
+               "and expert parallelism, its release from torchtitan.version; the config function "
+               "(torchtitan_config.py: the model flavor of the preset) and its --section.field overrides "
+               "(torchtitan_args.sh), and the sbatch script."),
+              megatron_arguments=False, megatron_core=False, deepspeed_engine=False,
+              trainer="never", sharding="fsdp", launchers=("torchrun",), checkpoint_format="torch_dcp",
+              dialect_setting="torchtitan.version", lr_scheduler="torchtitan", hsdp=True,
+              config_registry=True, entry_module="torchtitan.train", step_folders="step"),
 )}
 
 

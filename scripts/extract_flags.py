@@ -4,6 +4,7 @@ from a launcher installed in this Python.
     python scripts/extract_flags.py TREE SOURCE-LABEL > generator/dialects/catalogues/NAME.json
     python scripts/extract_flags.py --launcher torchrun|deepspeed|accelerate \
         > generator/dialects/catalogues/launcher-NAME.json
+    python scripts/extract_flags.py --torchtitan > generator/dialects/catalogues/torchtitan-VERSION.json
 
 TREE is a Megatron-LM or Megatron-DeepSpeed source tree (e.g. an archive of shared/oracles,
 unpacked). The framework's own ``parse_args`` builds its parser; ``ArgumentParser.parse_args``
@@ -13,7 +14,10 @@ are). Needs the framework's Python dependencies (see tests/oracle/megatron_parse
 stand-ins for the GPU-only kernels this reuses). A launcher's parser is its own: torch's
 ``torch.distributed.run.get_args_parser``, accelerate's ``launch_command_parser``, DeepSpeed's
 ``deepspeed.launcher.runner.parse_args`` (intercepted the same way); the label is
-"NAME VERSION" of the installed package.
+"NAME VERSION" of the installed package. torchtitan's is the argparse parser tyro builds for
+``Trainer.Config`` over a config function (what ``--module/--config`` leave to the command
+line): each option in tyro's hyphenated and the field's underscored spelling (tyro accepts
+both), and each choice of a subcommand (``activation-checkpoint:full``) as a word of its own.
 """
 
 from __future__ import annotations
@@ -88,15 +92,43 @@ def launcher_parser(name: str) -> tuple[argparse.ArgumentParser, str]:
     raise SystemExit(f"unknown launcher {name!r}: torchrun, deepspeed or accelerate")
 
 
-def catalogue_text(parser: argparse.ArgumentParser, label: str) -> str:
+def torchtitan_parser() -> tuple[argparse.ArgumentParser, str]:
+    """The parser tyro builds for torchtitan's Trainer.Config as ConfigManager does, over a
+    config function's defaults (llama3_8b: the optimizer's parameter group and the activation
+    checkpointing subcommands exist only over a config that has them)."""
+    from importlib.metadata import version
+
+    import tyro.extras
+    from torchtitan.models.llama3.config_registry import llama3_8b
+
+    config = llama3_8b()
+    parser = tyro.extras.get_parser(type(config), default=config)
+    label = f"torchtitan {version('torchtitan')} Trainer.Config over llama3_8b (tyro {version('tyro')})"
+    return parser, label
+
+
+def _spellings(action: argparse.Action, underscored: bool) -> list[str]:
+    if not underscored:
+        return list(action.option_strings)
+    out = list(action.option_strings)
+    out += [o.replace("-", "_").replace("__", "--", 1) for o in action.option_strings if o.startswith("--")]
+    return list(dict.fromkeys(out))
+
+
+def catalogue_text(parser: argparse.ArgumentParser, label: str, underscored: bool = False) -> str:
     """The catalogue JSON of a parser: one option per line."""
     lines = []
     for action in parser._actions:
-        if not action.option_strings or isinstance(action, argparse._HelpAction):
+        if type(action).__name__ == "_SubParsersAction" and underscored:  # tyro's (its own argparse)
+            lines += [json.dumps({"options": [choice], "dest": action.dest, "action": "SubcommandAction",
+                                  "nargs": 0, "type": None, "choices": None, "default": None},
+                                 separators=(",", ":")) for choice in action.choices]
+            continue
+        if not action.option_strings or type(action).__name__ == "_HelpAction":
             continue
         kind = getattr(action.type, "__name__", None) if action.type is not None else None
         lines.append(json.dumps({
-            "options": action.option_strings, "dest": action.dest,
+            "options": _spellings(action, underscored), "dest": action.dest.replace("-", "_"),
             "action": type(action).__name__.lstrip("_"),
             "nargs": action.nargs, "type": kind,
             "choices": [_value(c) for c in action.choices] if action.choices else None,
@@ -106,6 +138,10 @@ def catalogue_text(parser: argparse.ArgumentParser, label: str) -> str:
 
 
 def main() -> None:
+    if sys.argv[1] == "--torchtitan":
+        parser, label = torchtitan_parser()
+        sys.stdout.write(catalogue_text(parser, label, underscored=True))
+        return
     if sys.argv[1] == "--launcher":
         with contextlib.redirect_stdout(sys.stderr):  # DeepSpeed logs to stdout on import
             parser, label = launcher_parser(sys.argv[2])

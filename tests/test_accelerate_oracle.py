@@ -37,6 +37,9 @@ def _variants() -> list[dict]:
                      "training": {**spec_dict()["training"], "precision": "fp16"}}),
         spec_dict(framework="deepspeed", parallelism={"tp": 1, "pp": 1, "zero_stage": 2},
                   launch={"launcher": "accelerate", "entrypoint": "train.py"}),
+        # FSDP2 with tensor and context parallelism (accelerate's parallelism_config): 16 processes
+        spec_dict(**{**fsdp, "parallelism": {"tp": 2, "pp": 1, "cp": 2}}),
+        spec_dict(**{**fsdp, "parallelism": {"tp": 2, "pp": 1, "dp_replicate": 2}}),
     ]
 
 
@@ -83,7 +86,11 @@ def _check(plan: Plan, folder: Path, monkeypatch) -> None:
     trainer = _trainer_args(files["trainer_args.sh"])
     micro, accumulation = int(trainer["--per_device_train_batch_size"]), \
         int(trainer["--gradient_accumulation_steps"])
-    assert micro * accumulation * args.num_processes == plan.global_batch_size
+    # only the data-parallel ranks take other data: accelerate's dp_replicate × dp_shard where its
+    # launch carries a parallelism_config, else every process
+    data_parallel = args.parallelism_config_dp_replicate_size * args.parallelism_config_dp_shard_size \
+        if args.use_parallelism_config else args.num_processes
+    assert micro * accumulation * data_parallel == plan.global_batch_size
     assert int(trainer["--max_steps"]) == plan.schedule.train_iters
     if plan.framework == "fsdp":
         from accelerate.utils import FullyShardedDataParallelPlugin
@@ -96,8 +103,7 @@ def _check(plan: Plan, folder: Path, monkeypatch) -> None:
         assert fsdp.fsdp_version == 2
         assert fsdp.reshard_after_forward == (plan.zero_stage == 3)
         assert bool(fsdp.activation_checkpointing) == (plan.spec.training.recompute != "none")
-        replicate = os.environ.get("PARALLELISM_CONFIG_DP_REPLICATE_SIZE")
-        assert (replicate == str(plan.spec.cluster.nodes)) == plan.spec.parallelism.hybrid_shard
+        _parallelism(plan)
     else:
         from accelerate.utils import DeepSpeedPlugin
 
@@ -110,6 +116,27 @@ def _check(plan: Plan, folder: Path, monkeypatch) -> None:
         assert "auto" not in files["ds_config.json"]
         assert bool(config.get("bf16", {}).get("enabled")) == (plan.spec.training.precision == "bf16")
         _gpu_path(plan, folder, monkeypatch)
+
+
+def _parallelism(plan: Plan) -> None:
+    """accelerate's own ParallelismConfig from the environment its launch exports: the plan's
+    sizes, and its checks against an accelerator of the plan's processes (FSDP2; the object
+    stands in for an Accelerator, which needs the processes to exist)."""
+    from types import SimpleNamespace
+
+    from accelerate.parallelism_config import ParallelismConfig
+
+    meshed = plan.dp_replicate > 1 or plan.tp > 1 or plan.cp > 1
+    assert (os.environ.get("ACCELERATE_USE_PARALLELISM_CONFIG") == "true") == meshed
+    if not meshed:
+        return
+    config = ParallelismConfig()
+    assert (config.dp_replicate_size, config.dp_shard_size, config.tp_size, config.cp_size) == \
+        (plan.dp_replicate, plan.dp_shard, plan.tp, plan.cp)
+    assert config.total_size == plan.world_size
+    assert config.dp_replicate_size * config.dp_shard_size == plan.dp  # the ranks that take other data
+    config._validate_accelerator(SimpleNamespace(multi_device=True, num_processes=plan.world_size,
+                                                 is_fsdp2=True, distributed_type=None, is_main_process=True))
 
 
 def _gpu_path(plan: Plan, folder: Path, monkeypatch) -> None:
@@ -175,3 +202,21 @@ def test_the_gpu_path_refuses_mixed_precision_beside_the_deepspeed_file(tmp_path
     (tmp_path / "accelerate_config.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(ValueError, match="will be ignored"):
         _gpu_path(plan, tmp_path, monkeypatch)
+
+
+def test_accelerate_refuses_what_gl117_refuses() -> None:
+    """GL117's two refusals are accelerate's own (the sizes of its lint corpus file and of
+    test_fsdp_degrees), so the rule and the library cannot drift apart unseen."""
+    require_oracle("accelerate")
+    from types import SimpleNamespace
+
+    from accelerate.parallelism_config import ParallelismConfig
+
+    accelerator = SimpleNamespace(multi_device=True, num_processes=8, is_fsdp2=True, distributed_type=None,
+                                  is_main_process=True)
+    with pytest.raises(ValueError, match="no dimension for FSDP to shard across"):
+        ParallelismConfig(dp_shard_size=1, tp_size=8)._validate_accelerator(accelerator)
+    with pytest.raises(ValueError):
+        ParallelismConfig(dp_replicate_size=4, dp_shard_size=1, tp_size=2)
+    with pytest.raises(ValueError, match="does not match num_processes"):  # GL026's product
+        ParallelismConfig(dp_replicate_size=2, dp_shard_size=4, tp_size=2)._validate_accelerator(accelerator)

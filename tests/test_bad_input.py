@@ -51,7 +51,7 @@ def one_located_line(stderr: str, path: Path, line: int | None = None) -> str:
         (MINIMAL.replace("tp: 2,", "tp: -2,"), 5, "$.parallelism.tp: must be at least 1, got -2"),
         # enum with a suggestion
         (MINIMAL.replace("framework: megatron-lm", "framework: megatron"), 2,
-         "$.framework: 'megatron' is not one of megatron-lm, megatron-deepspeed, deepspeed, fsdp; did you mean 'megatron-lm'?"),
+         "$.framework: 'megatron' is not one of megatron-lm, megatron-deepspeed, deepspeed, fsdp, torchtitan; did you mean 'megatron-lm'?"),
         # garbage count
         (MINIMAL.replace("batch: {micro_batch_size: 2, gradient_accumulation_steps: 4}",
                          "batch: {micro_batch_size: 2, tokens_per_step: 4X}"), 6,

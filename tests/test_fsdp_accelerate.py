@@ -60,7 +60,8 @@ def _without_header(text: str) -> str:
 
 
 @pytest.mark.parametrize(("changes", "code", "message"), [
-    ({"parallelism": {"tp": 2, "pp": 1}}, "GL113", "framework fsdp has no model parallelism here (tp 2)"),
+    ({"parallelism": {"tp": 1, "pp": 2}}, "GL113", "framework fsdp has no model parallelism here (pp 2)"),
+    ({"parallelism": {"tp": 2, "pp": 1}}, "GL113", "framework fsdp takes tp 2 from accelerate's config"),
     ({"parallelism": {"tp": 1, "pp": 1, "zero_stage": 1}}, "GL113", "zero_stage 1 has no FSDP2 form"),
     ({"launch": {"launcher": "deepspeed"}}, "GL114", "the DeepSpeed launcher does not start FSDP2 runs"),
     ({"framework": "megatron-lm", "parallelism": {"tp": 2, "pp": 2}, "launch": {"launcher": "accelerate"}},

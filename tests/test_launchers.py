@@ -94,7 +94,7 @@ def test_sbatch_launcher_words_are_the_launchers_own(stem: str, plan: Plan) -> N
     args = parsed(name, argv[len(command):])
     assert _counts(name, args) == (plan.spec.cluster.nodes, plan.procs_per_node)
     script = args.user_script if name == "deepspeed" else args.training_script
-    assert script == plan.spec.launch.entrypoint
+    assert script == plan.entry_words[-1]  # the entry point, or the module of `-m` (torchtitan.train)
     if name == "accelerate":
         assert args.config_file == "/jobs/run/accelerate_config.yaml"
         assert args.machine_rank == 1 and args.main_process_ip == "node001"

@@ -67,7 +67,7 @@ def _properties(node: dict) -> dict[str, Any]:
 def test_every_section_is_found() -> None:
     found = {path for _, _, path in _sections()}
     assert found == {"$", "$.cluster", "$.model", "$.model.rope_scaling", "$.parallelism", "$.batch",
-                     "$.training", "$.training.lr_scaling", "$.launch", "$.slurm", "$.megatron",
+                     "$.training", "$.training.lr_scaling", "$.launch", "$.slurm", "$.megatron", "$.torchtitan",
                      "$.data", "$.tokenizer", "$.checkpoint", "$.logging", "$.eval", "$.kubernetes",
                      "$.skypilot"}
 

@@ -61,7 +61,9 @@ def domains(given: dict[str, Any], spec) -> dict[str, list]:
     """The values to try per field: "auto" -> the default range, a list -> the list, a field
     the spec fixes -> its one value (``spec`` is the template, fixed fields as given)."""
     default, p = _defaults(spec), spec.parallelism
-    fixed = {"tp": p.tp, "pp": p.pp, "cp": p.cp, "ep": p.ep, "vpp": p.vpp, "zero_stage": p.zero_stage,
+    # a stage not given is the framework's default (FSDP's 3), as the plan takes it
+    stage = p.zero_stage if p.zero_stage is not None else framework_of(spec.framework).default_zero_stage
+    fixed = {"tp": p.tp, "pp": p.pp, "cp": p.cp, "ep": p.ep, "vpp": p.vpp, "zero_stage": stage,
              "distributed_optimizer": p.distributed_optimizer,
              "micro_batch_size": spec.batch.micro_batch_size, "recompute": spec.training.recompute}
     out = {}

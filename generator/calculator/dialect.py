@@ -11,12 +11,13 @@ from generator.dialects import Catalogue, Dialect, value_fields
 from generator.dialects.arguments import (
     expressing,
     run_io_fields,
-    trainer_run_io,
+    table_run_io,
     unexpressed,
     written_flags,
 )
 from generator.dialects.argv import split
-from generator.frameworks import frameworks_where
+from generator.frameworks import framework_of, frameworks_where
+from generator.plan.torchtitan import registry_dialect, torchtitan_values
 from generator.plan.values import megatron_values, spec_value
 from generator.rules import RULES, Fact, Finding
 from generator.rules.dialect import did_you_mean
@@ -27,6 +28,9 @@ from generator.values import value
 def dialect_findings(plan) -> list[Finding]:
     findings = _ignored_settings(plan.spec)
     d = plan.dialect
+    if d is None and plan.framework_record.config_registry and plan.spec.launch.check_extra_args:
+        # torchtitan: launch.extra_args against tyro's options (its catalogue) and the table
+        findings += extra_args_findings(plan, registry_dialect(plan.spec), torchtitan_values(plan))
     if d is None:
         return findings + _unwritten_run_io(plan.spec)
     values = megatron_values(plan)
@@ -59,9 +63,11 @@ def _unwritten_run_io(spec) -> list[Finding]:
     """GL223: run-io fields given for a framework without Megatron arguments."""
     out = []
     declared = {dotted for dotted, _ in spec.launch.arguments}
+    record = framework_of(spec.framework)
+    table = "trainer" if spec.uses_trainer else record.name if record.config_registry else None
     for dotted in dict.fromkeys(run_io_fields().values()):
-        if spec.uses_trainer and dotted in trainer_run_io():
-            continue  # TrainingArguments carry it (trainer.yaml)
+        if table is not None and dotted in table_run_io(table):
+            continue  # TrainingArguments carry it (trainer.yaml), or torchtitan's (torchtitan.yaml)
         if dotted in declared:
             continue  # the entry point's own option (launch.arguments)
         section, key = dotted.split(".")

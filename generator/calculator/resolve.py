@@ -27,6 +27,7 @@ from generator.plan.derivation import derivation, scaled_lr
 from generator.plan.plan import Plan
 from generator.plan.ramp import MAX_ENTRIES, BatchRamp, from_rampup, from_schedule
 from generator.plan.schedule import plan_schedule
+from generator.plan.torchtitan import registry_model
 from generator.plan.values import architecture_values
 from generator.rules import RULES, Fact, Finding, run_rules
 from generator.spec.model import MODEL_FACTS, RUN_LENGTH, Spec
@@ -55,7 +56,8 @@ def _dialect_name(spec: Spec) -> str | None:
 TABLE_FACTS = ("tp", "pp", "cp", "ep", "vpp", "first_stage_layers", "last_stage_layers",
                "pipeline_split_embedding", "pipeline_split_loss", "sequence_parallel", "tp_comm_overlap",
                "ep_comm_overlap", "recompute", "recompute_modules",
-               "zero_stage", "distributed_optimizer", "optimizer_states", "main_grads", "micro_batch_size",
+               "zero_stage", "distributed_optimizer", "megatron_fsdp", "optimizer_states", "main_grads",
+               "micro_batch_size",
                "gradient_accumulation_steps", "global_batch_size", "precision", "fp8_recipe", "decay",
                "packing", "lr", "min_lr")
 
@@ -110,6 +112,7 @@ def spec_facts(spec: Spec) -> dict[str, Fact]:
     for key in ("container_image", "container_mounts", "container_workdir", "output", "error"):
         values[key] = (getattr(spec.slurm, key) or None, f"slurm.{key}")
     values["checkpoint_dir"] = (spec.checkpoint.dir, "checkpoint.dir")  # GL311, GL315
+    values["ckpt_format"] = (spec.checkpoint.format, "checkpoint.format")  # GL238
     return {k: Fact(v, spec.where(where)) for k, (v, where) in values.items()}
 
 
@@ -134,14 +137,23 @@ def _layout_vpp(p) -> int | None:
 def resolve(spec: Spec) -> Plan:
     """The one consistent plan for ``spec``; PlanError lists every rule it breaks."""
     c, p, m = spec.cluster, spec.parallelism, spec.model
+    if framework_of(spec.framework).config_registry:
+        registry_model(spec)  # a model it has no flavor for: refused where the spec names it
     facts = spec_facts(spec)
     world = c.nodes * c.gpus_per_node
     model_parallel = p.tp * p.pp * p.cp
     etp = p.etp or p.tp
     dp = world // model_parallel if world % model_parallel == 0 else None
     solved = schedule = ramp = None
+    replicate = shard = None
     if dp is not None:
         facts["dp"] = Fact(dp, DERIVED)
+        replicate, shard = p.data_parallel(dp, c.nodes)  # None where the given one does not divide dp
+        for key, found in (("dp_replicate", replicate), ("dp_shard", shard)):
+            given = getattr(p, key) is not None or (key == "dp_replicate" and p.hybrid_shard)
+            where = f"parallelism.{key}" if getattr(p, key) is not None else "parallelism.hybrid_shard"
+            if found is not None:
+                facts[key] = Fact(found, spec.where(where) if given else DERIVED)
         b = spec.batch
         solved = solve_batch(b.micro_batch_size, b.gradient_accumulation_steps,
                              b.global_batch_size, b.tokens_per_step, dp, m.seq_length)
@@ -171,15 +183,17 @@ def resolve(spec: Spec) -> Plan:
         raise RuntimeError(f"internal error: plan incomplete without a finding ({spec.source})")
     gpu = presets.gpus()[c.gpu]
     tokens = solved.global_batch_size * m.seq_length
-    default_stage = framework_of(spec.framework).default_zero_stage  # None: no ZeRO stages
+    # None: no ZeRO stages (Megatron-FSDP's sharding strategy is one, 3 unless given)
+    default_stage = framework_of(spec.framework).default_zero_stage
     plan = Plan(
         spec=spec, gpu=gpu, world_size=world, tp=p.tp, pp=p.pp, cp=p.cp, ep=p.ep, etp=etp,
-        vpp=_layout_vpp(p) or p.vpp, dp=dp, expert_dp=world // (etp * p.ep * p.pp),
+        vpp=_layout_vpp(p) or p.vpp, dp=dp, dp_replicate=replicate, dp_shard=shard,
+        expert_dp=world // (etp * p.ep * p.pp),
         micro_batch_size=solved.micro_batch_size,
         gradient_accumulation_steps=solved.gradient_accumulation_steps,
         global_batch_size=solved.global_batch_size, tokens_per_step=tokens,
-        zero_stage=None if default_stage is None else p.zero_stage if p.zero_stage is not None
-        else default_stage,
+        zero_stage=p.zero_stage if p.zero_stage is not None and (default_stage is not None or p.megatron_fsdp)
+        else 3 if p.megatron_fsdp else default_stage,
         schedule=schedule,
         cuda_device_max_connections_1=needs_connections,
         lr=facts["lr"].value,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from generator import presets
-from generator.frameworks import ARGUMENT_DIALECTS, argument_dialect, forks
+from generator.frameworks import ARGUMENT_DIALECTS, argument_dialect, forks, framework_of
 from generator.resources import read_kept, read_yaml
 from generator.spec.schema import schema_fields
 from generator.values import value
@@ -64,7 +64,7 @@ class Catalogue:
 
 _ACTION_ARITY = {"StoreTrueAction": 0, "StoreFalseAction": 0, "StoreConstAction": 0,
                  "CountAction": 0, "AppendConstAction": 0, "HelpAction": 0, "VersionAction": 0,
-                 "BooleanOptionalAction": 0}
+                 "BooleanOptionalAction": 0, "SubcommandAction": 0}
 
 
 def _choice(value: Any) -> str:
@@ -261,15 +261,27 @@ def _tables() -> dict[str, dict[str, Any]]:
     return tables
 
 
+# the tables of the frameworks that are not Megatron's (a framework record names its own)
+OTHER_TABLES = ("trainer", "torchtitan")
+
+
 @cache
 def _all_tables() -> dict[str, dict[str, Any]]:
-    return {**_tables(), **read_yaml(_DIR / "trainer.yaml")}
+    out = dict(_tables())
+    for name in OTHER_TABLES:
+        out.update(read_yaml(_DIR / f"{name}.yaml"))
+    return out
+
+
+def table(name: str) -> dict[str, Any]:
+    """A dialect's table as written (its keys beyond the entries: a config registry's models)."""
+    return _all_tables()[name]
 
 
 @cache
 def _items() -> dict[str, list[dict[str, Any]]]:
-    """Every table's entries as written (group lines included), by table: the Megatron dialects'
-    and the Trainer's."""
+    """Every table's entries as written (group lines included), by table: the Megatron dialects',
+    the Trainer's and torchtitan's."""
     return {name: _flatten(table["arguments"]) for name, table in _all_tables().items()}
 
 
@@ -397,6 +409,21 @@ def capable(megatron_dialect: str | None, capability: str, release: str | None =
     """Whether the Megatron dialect named (None: the run has no Megatron arguments) has a
     capability of its record, for ``release`` where it depends on one."""
     return megatron_dialect is not None and dialect(megatron_dialect, release).can(capability)
+
+
+def registry_can(framework: str, capability: str) -> bool:
+    """Whether a config registry framework (torchtitan) has a capability of its table, at its
+    newest release (False for the others)."""
+    if not framework_of(framework).config_registry:
+        return False
+    return dialect(framework, tuple(table(framework)["releases"])[-1]).can(capability)
+
+
+def registry_recipes(framework: str) -> tuple[str, ...] | None:
+    """The FP8 recipes of a config registry framework's table (None for the others)."""
+    if not framework_of(framework).config_registry:
+        return None
+    return tuple(table(framework).get("fp8", {}))
 
 
 def title_of(framework: str, megatron_dialect: str | None) -> str:

@@ -34,10 +34,10 @@ def run_io_fields() -> dict[str, str]:
 
 
 @cache
-def trainer_run_io() -> tuple[str, ...]:
-    """The run-io fields the Trainer's arguments carry (trainer.yaml; the others are the entry
-    point's own: GL223)."""
-    fields = (e.origin or e.spec for e in table_entries("trainer"))
+def table_run_io(name: str) -> tuple[str, ...]:
+    """The run-io fields a table other than Megatron's carries (trainer.yaml, torchtitan.yaml; the
+    others are the entry point's own: GL223)."""
+    fields = (e.origin or e.spec for e in table_entries(name))
     return tuple(dict.fromkeys(f for f in fields if f and _run_io(f)))
 
 

@@ -212,8 +212,9 @@ GEMM_HALF_ROWS = 32
 # read in bf16 (2), written in FP8 row-wise and column-wise (1 + 1: the transposed copy the
 # backward GEMMs read). Delayed scaling takes its scale from the amax history and records the new
 # amax within the cast; current (tensorwise) scaling reads the tensor once more for its amax first
-# (+2); block scalings (blockwise, mxfp8) find each block's amax inside the cast kernel.
-FP8_CAST_BYTES = {"delayed": 4, "tensorwise": 6, "blockwise": 4, "mxfp8": 4}
+# (+2), as torchao's row-wise scaling (torchtitan's rowwise) reads it for each row's amax; block
+# scalings (blockwise, mxfp8) find each block's amax inside the cast kernel.
+FP8_CAST_BYTES = {"delayed": 4, "tensorwise": 6, "rowwise": 6, "blockwise": 4, "mxfp8": 4}
 # Fixed cost of one pipeline send (NCCL point-to-point latency across nodes); assumed, not fitted.
 P2P_LATENCY_S = 20e-6
 

@@ -85,8 +85,12 @@ class Estimate:
         return out
 
 
-def sharding_of(framework: str, distributed_optimizer: bool, zero_stage: int | None) -> str:
-    """How optimizer state (and more) is sharded: Megatron's distributed optimizer or a ZeRO stage."""
+def sharding_of(framework: str, distributed_optimizer: bool, zero_stage: int | None,
+                megatron_fsdp: bool = False) -> str:
+    """How optimizer state (and more) is sharded: Megatron's distributed optimizer or a ZeRO stage
+    (Megatron-FSDP's sharding strategy is one: optim_grads_params the stage 3, its default)."""
+    if megatron_fsdp:  # (auto-plan's candidates of megatron-lm have no stage: the default 3)
+        return f"zero{3 if zero_stage is None else zero_stage}"
     if framework_of(framework).sharding == "distributed_optimizer":
         return "distributed_optimizer" if distributed_optimizer else "none"
     return f"zero{zero_stage or 0}"
@@ -111,13 +115,24 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
                   precision=spec.training.precision, fp8_recipe=spec.training.fp8_recipe,
                   optimizer_states=spec.training.optimizer_states,
                   main_grads=spec.training.main_grads,
-                  sharding=sharding_of(spec.framework, distributed_optimizer, zero_stage),
+                  sharding=sharding_of(spec.framework, distributed_optimizer, zero_stage, p.megatron_fsdp),
                   framework=spec.framework, offload=p.zero_offload,
-                  shard_dp=spec.cluster.gpus_per_node if p.hybrid_shard else None,
+                  shard_dp=_shard_group(p, sizes["dp"], spec.cluster.gpus_per_node),
                   overlap_grad_reduce=overlaps_grad_reduce(spec.framework, zero_stage, sizes.get("pp", 1)),
                   moe_dispatcher=spec.model.token_dispatcher(sizes.get("ep", 1)),
                   tp_comm_overlap=p.tp_comm_overlap, overlap_p2p_comm=overlaps_p2p_comm(spec.framework),
                   ep_comm_overlap=p.ep_comm_overlap, recompute_modules=spec.training.recompute_modules)
+
+
+def _shard_group(p, dp: Any, gpus_per_node: int) -> Any:
+    """The ranks a replicated (HSDP) data-parallel group shards state over (None: all of dp):
+    dp / dp_replicate, the dp_shard given, or with hybrid_shard a node's GPUs (``dp`` may be an
+    array: one per auto-plan candidate)."""
+    if p.dp_replicate is not None:
+        return dp // p.dp_replicate if p.dp_replicate > 1 else None
+    if p.dp_shard is not None:  # all of a (plan's) dp: one group, as with neither given
+        return None if isinstance(dp, int) and dp == p.dp_shard else p.dp_shard
+    return gpus_per_node if p.hybrid_shard else None
 
 
 def layout_of(plan) -> Layout:

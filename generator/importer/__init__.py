@@ -26,6 +26,7 @@ from generator.importer.hf_config import hf_draft, looks_like_hf_config
 from generator.importer.launch import read_launch_facts
 from generator.importer.megatron import read_megatron
 from generator.importer.model import read_model
+from generator.importer.registry import read_registry, write_shape
 from generator.importer.trainer import read_accelerate, read_trainer
 from generator.lint import gather
 from generator.lint.discover import read_text
@@ -120,6 +121,7 @@ def build_draft(run: Run, plan: tuple[str, dict] | None, chains: bool = False) -
     words = _entry_words(facts)
     given = {w.split("=", 1)[0] for w in words if w and w.startswith("--")}
     megatron_table = None
+    built: dict = {}  # the model a config module builds (a config registry's)
     # Megatron and Trainer flags map to spec fields; a plain DeepSpeed script's arguments are its own
     ascend = "ascend" in facts and facts["ascend"].value
     trainer = "trainer" in facts and facts["trainer"].value is True
@@ -127,6 +129,9 @@ def build_draft(run: Run, plan: tuple[str, dict] | None, chains: bool = False) -
 
         words = trainer_words(words) or words
         extra = read_trainer(_without_deepspeed_config(words, trainer=True), draft)
+    elif record.config_registry:  # the reader walked its table already
+        built = read_registry(framework, facts, draft)
+        extra = []
     elif not record.megatron_arguments:
         extra = _without_deepspeed_config(words)
     else:
@@ -163,7 +168,9 @@ def build_draft(run: Run, plan: tuple[str, dict] | None, chains: bool = False) -
         draft.unknown("training.recompute", "plain DeepSpeed leaves activation checkpointing to "
                       "the training script; used by the estimates only; none assumed", "none")
     from_plan = plan[1] if plan else {}
-    read_model(draft, from_plan.get("model") or {})
+    read_model(draft, from_plan.get("model") or built)
+    if built:
+        write_shape(facts, draft)
     _from_plan(draft, from_plan, framework)
     _batch(draft, framework)
     _required(draft)

@@ -100,6 +100,11 @@ def read_accelerate(facts: dict[str, Fact], draft: Draft, nodes: int | None) -> 
         draft.set("parallelism.zero_offload", "optimizer_and_params")
     if value("accelerate_activation_checkpointing"):
         draft.unknown("training.recompute", _CHECKPOINTING, "full")
-    replicate = value("accelerate_dp_replicate_size")
+    for size in ("tp", "cp"):  # parallelism_config's model-parallel sizes
+        if isinstance(value(size), int):
+            draft.set(f"parallelism.{size}", value(size))
+    replicate = value("dp_replicate")
     if isinstance(replicate, int) and replicate > 1 and replicate == nodes:
         draft.set("parallelism.hybrid_shard", True)
+    elif isinstance(replicate, int) and replicate > 1:
+        draft.set("parallelism.dp_replicate", replicate)

@@ -19,6 +19,7 @@ from generator.readers.deepspeed_json import read_deepspeed_json
 from generator.readers.kubernetes import ExecutorFile, read_executor_file
 from generator.readers.launch import accelerate_world, megatron_reading, read_launch
 from generator.readers.neox_config import looks_like_neox_config, read_neox_config
+from generator.readers.registry_config import config_model
 from generator.readers.trainer_config import read_trainer_config
 from generator.rules import Fact, Finding, run_rules
 from generator.values import record
@@ -166,6 +167,13 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
                 run.facts["framework"] = facts["accelerate_framework"]
             if "world_size" not in run.facts:
                 accelerate_world(run.facts)
+        for framework, path, source in read.config_modules:  # a config function (torchtitan)
+            if (found := named(path, "config module", source, name, problems)) is None:
+                continue
+            facts, module_problems = config_model(framework, found[1], found[0])
+            problems += module_problems
+            for key, fact in facts.items():
+                run.facts.setdefault(key, fact)
         json_refs = list(read.json_refs)
         for path, source in read.trainer_configs:
             if (found := named(path, "Trainer config", source, name, problems)) is None:

@@ -18,6 +18,7 @@ from generator.dialects import dialect_of, flash_attention
 from generator.frameworks import Framework, framework_of
 from generator.plan.ramp import BatchRamp
 from generator.plan.schedule import Schedule
+from generator.plan.torchtitan import registry_dialect
 from generator.plan.values import run_io_values, scheduler_state
 from generator.shell import ShellRef
 from generator.spec.architecture import architecture_line
@@ -56,6 +57,8 @@ class Plan:
     etp: int
     vpp: int
     dp: int
+    dp_replicate: int  # the data-parallel group = dp_replicate replicas × dp_shard ranks (HSDP)
+    dp_shard: int
     expert_dp: int
     micro_batch_size: int
     gradient_accumulation_steps: int
@@ -147,6 +150,14 @@ class Plan:
         """The dialect the Megatron arguments are written in (None without Megatron arguments)."""
         return dialect_of(self.spec)
 
+    @property
+    def written_for(self):
+        """The dialect the run's arguments are written in: Megatron's, or a config registry's
+        (torchtitan's release); None for the Trainer's and plain DeepSpeed."""
+        if self.framework_record.config_registry:
+            return registry_dialect(self.spec)
+        return self.dialect
+
     def dialect_can(self, capability: str) -> bool:
         return self.dialect is not None and self.dialect.can(capability)
 
@@ -222,13 +233,29 @@ class Plan:
         return self.procs_per_node if self.spec.launch.launcher == "srun" else 1
 
     @property
+    def entry_words(self) -> tuple[str, ...]:
+        """What the launcher runs: launch.entrypoint, or ``-m MODULE`` for a framework that is a
+        module (torchtitan.train, unless launch.entrypoint names another)."""
+        module = self.framework_record.entry_module
+        if module is None:
+            return (self.spec.launch.entrypoint,)
+        given = self.spec.where("launch.entrypoint") != "default"
+        return ("-m", self.spec.launch.entrypoint if given else module)
+
+    @property
+    def step_folder(self) -> str | None:
+        """The prefix of the run's per-step checkpoint folders (NAME-STEP): the Trainer's
+        checkpoint-N, torchtitan's step-N; None: a tracker file names the last checkpoint."""
+        return "checkpoint" if self.uses_trainer else self.framework_record.step_folders
+
+    @property
     def checkpoint_tracker(self) -> str:
         """What in checkpoint.dir names the last checkpoint (the chain compares it before and after
         each job): Megatron's tracker file (the iteration; Megatron-DeepSpeed writes it too), the
         DeepSpeed engine's `latest` (the tag, global_stepN), the Trainer's checkpoint-N folders."""
         if self.uses_megatron:
             return "latest_checkpointed_iteration.txt"
-        return "checkpoint-*" if self.uses_trainer else "latest"
+        return f"{self.step_folder}-*" if self.step_folder else "latest"
 
     @property
     def chain_final_iteration(self) -> int | None:
@@ -261,7 +288,8 @@ class Plan:
         release's default); DeepSpeed's engine (Megatron-DeepSpeed, DeepSpeed, the Trainer with
         DeepSpeed); torch.distributed.checkpoint for FSDP2's sharded state (the Trainer's)."""
         fixed = self.framework_record.checkpoint_format
-        return fixed or self.spec.checkpoint.format or self.dialect.catalogue.get("--ckpt-format").default
+        return fixed or run_io_values(self.spec)["ckpt_format"] or \
+            self.dialect.catalogue.get("--ckpt-format").default
 
     def scheduler_state(self) -> dict[str, Any]:
         return scheduler_state(self)
@@ -286,13 +314,14 @@ class Plan:
             "spec": s.source,
             "name": s.name,
             "framework": s.framework,
-            "dialect": None if self.dialect is None else {"name": self.dialect.name,
-                                                          "release": self.dialect.release,
-                                                          "title": str(self.dialect)},
+            "dialect": None if self.written_for is None else {"name": self.written_for.name,
+                                                              "release": self.written_for.release,
+                                                              "title": str(self.written_for)},
             "cluster": {"nodes": s.cluster.nodes, "gpus_per_node": s.cluster.gpus_per_node,
                         "gpu": s.cluster.gpu, "world_size": self.world_size},
             "parallelism": {"tp": self.tp, "pp": self.pp, "cp": self.cp, "ep": self.ep,
                             "etp": self.etp, "vpp": self.vpp, "dp": self.dp,
+                            "dp_replicate": self.dp_replicate, "dp_shard": self.dp_shard,
                             "first_stage_layers": s.parallelism.first_stage_layers,
                             "last_stage_layers": s.parallelism.last_stage_layers,
                             "expert_dp": self.expert_dp,

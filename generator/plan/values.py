@@ -17,6 +17,10 @@ from generator.dialects.keyed import keyed_dialect
 _MEGATRON_ROPE_FREQUENCIES = (1.0, 4.0, 8192)
 
 
+# Megatron-FSDP's --data-parallel-sharding-strategy for each ZeRO stage (what it shards)
+FSDP_SHARDING = {0: "no_shard", 1: "optim", 2: "optim_grads", 3: "optim_grads_params"}
+
+
 def megatron_values(plan) -> dict[str, Any]:
     """Every value the Megatron arguments carry, under the names the dialect tables use; None
     (or False) where the run does not use it."""
@@ -52,7 +56,11 @@ def megatron_values(plan) -> dict[str, Any]:
         "sequence_parallel": p.sequence_parallel, "tp_comm_overlap": p.tp_comm_overlap,
         "ep_comm_overlap": p.ep_comm_overlap,
         "recompute_modules": t.recompute_modules if t.recompute == "selective" else None,
-        "distributed_optimizer": p.distributed_optimizer, "micro_batch_size": plan.micro_batch_size,
+        # Megatron-FSDP (v1) runs with the distributed optimizer (validate_args turns it on)
+        "distributed_optimizer": p.distributed_optimizer or p.megatron_fsdp,
+        "megatron_fsdp": p.megatron_fsdp,
+        "fsdp_sharding_strategy": FSDP_SHARDING[plan.zero_stage] if p.megatron_fsdp else None,
+        "micro_batch_size": plan.micro_batch_size,
         "batch_schedule": plan.step_schedule,
         "rampup": plan.rampup_flag if plan.step_schedule is None else None,
         "global_batch_size": plan.global_batch_size if plan.step_schedule is None else None,
@@ -78,7 +86,8 @@ def megatron_values(plan) -> dict[str, Any]:
         **_run_schedule(plan),
         # what the step-time model counts as hidden under the backward pass (estimate/performance)
         "overlap_grad_reduce": megatron_reduces and plan.overlap_grad_reduce,
-        "overlap_param_gather": megatron_reduces and plan.overlap_grad_reduce and p.distributed_optimizer,
+        "overlap_param_gather": megatron_reduces and plan.overlap_grad_reduce
+        and (p.distributed_optimizer or p.megatron_fsdp),
         "flash_attention": flash_attention(plan.spec) if ascend else False,
         "deepspeed_flag": record.deepspeed_engine,
         "deepspeed_config": "ds_config.json" if record.deepspeed_engine else None,
@@ -176,7 +185,9 @@ def run_io_values(s) -> dict[str, Any]:
         "tokenizer_type": tok.type, "tokenizer_model": tok.model, "vocab_file": tok.vocab_file,
         "merge_file": tok.merge_file,
         "save": ckpt.dir, "load": ckpt.finetune_from if finetune else ckpt.dir, "finetune": finetune,
-        "save_interval": ckpt.interval, "ckpt_format": ckpt.format, "async_save": ckpt.async_save,
+        "save_interval": ckpt.interval, "async_save": ckpt.async_save,
+        # Megatron-FSDP checkpoints in its own format (validate_args refuses another)
+        "ckpt_format": ckpt.format or ("fsdp_dtensor" if s.parallelism.megatron_fsdp else None),
         "keep_last": ckpt.keep_last,
         "resume_schedule": ckpt.schedule == "checkpoint", "override_schedule": ckpt.schedule == "spec",
         "reshardable": ckpt.reshardable, "universal_checkpoint": ckpt.universal,
@@ -425,6 +436,7 @@ def accelerate_values(plan) -> dict[str, Any]:
     s, p, t = plan.spec, plan.spec.parallelism, plan.spec.training
     fsdp = plan.framework_record.fsdp
     deepspeed = plan.framework_record.deepspeed_engine
+    mesh = fsdp and (plan.dp_replicate > 1 or plan.tp > 1 or plan.cp > 1)
     return {
         "framework": plan.framework,
         "mixed_precision": {"bf16": "bf16", "fp16": "fp16"}.get(t.precision, "no") if fsdp else None,
@@ -436,8 +448,11 @@ def accelerate_values(plan) -> dict[str, Any]:
         "reshard_after_forward": plan.fsdp_reshard_after_forward if fsdp else None,
         "offload_params": p.zero_offload != "none" if fsdp else None,
         "activation_checkpointing": t.recompute != "none" if fsdp else None,
-        "dp_replicate_size": s.cluster.nodes if fsdp and p.hybrid_shard else None,
-        "dp_shard_size": s.cluster.gpus_per_node if fsdp and p.hybrid_shard else None,
+        # accelerate's parallelism_config, where the run is more than FSDP2 over every process
+        "dp_replicate_size": plan.dp_replicate if mesh else None,
+        "dp_shard_size": plan.dp_shard if mesh else None,
+        "tp_size": plan.tp if mesh and plan.tp > 1 else None,
+        "cp_size": plan.cp if mesh and plan.cp > 1 else None,
     }
 
 

@@ -16,6 +16,7 @@ from generator.dialects.launchers import started_by
 from generator.dialects.slurm import value_options
 from generator.readers.bash import Command, Field, Script, read_script
 from generator.readers.bash.evaluate import UNKNOWN, shell_code
+from generator.readers.registry_args import registry_dialect_of, registry_facts
 from generator.rules.registry import Fact
 from generator.values import record
 
@@ -25,7 +26,7 @@ _PEEL = {"exec", "nohup", "time", "stdbuf", "numactl", "taskset"}
 # none: the even split)
 _CHOICES = {"moe_router_score_function", "moe_router_pre_softmax", "moe_load_balancing", "linear_bias",
             "moe_token_dispatcher", "ep_comm_overlap", "moe_grouped_gemm", "multi_latent_attention",
-            "recompute", "recompute_modules", "pipeline_layout"}
+            "recompute", "recompute_modules", "pipeline_layout", "ckpt_format"}
 # the Megatron values that are counts (at least 1): the rules divide by them, so 0 (or less)
 # written in a script is a note and an unknown, never a division by zero
 _COUNTS = {"tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch_size", "global_batch_size", "num_layers",
@@ -138,6 +139,7 @@ class LaunchRead:
     filled: list[tuple[str, str, list[tuple[str, str | None]], str]] = field(default_factory=list)
     json_refs: list[tuple[str, str]] = field(default_factory=list)  # (path, source)
     accelerate_refs: list[tuple[str, str]] = field(default_factory=list)  # accelerate configs
+    config_modules: list[tuple[str, str, str]] = field(default_factory=list)  # (framework, file, source)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (source, message)
     undecided: dict = field(default_factory=dict)  # the script's undecided branches (Script.undecided)
     trainer_configs: list[tuple[str, str]] = field(default_factory=list)  # (YAML path, source)
@@ -485,6 +487,17 @@ class _Reader:
         self.fact("entry_argv", tuple(a.text for a in args), entry)
         self.fact("entry_argv_runtime", tuple(runtime_text(a) for a in args), entry)
         texts = [a.text for a in args]
+        registry = registry_dialect_of(texts)
+        if registry is not None:  # a config function and its overrides (torchtitan)
+            facts = registry_facts(registry, texts)
+            for name, (meaning, k) in facts.items():
+                self.fact(name, meaning, args[k])
+            self.fact("framework", registry.name, entry)
+            module = facts.get("titan_module", (None, 0))
+            if isinstance(module[0], str) and UNKNOWN not in module[0]:  # the file --module names
+                path = module[0].replace(".", "/") + ".py"
+                self.out.config_modules.append((registry.name, path, self.src(args[module[1]])))
+            return
         trainer_texts = trainer_words(texts)
         if trainer_texts is not None:  # TrainingArguments, each flag as its own name
 

@@ -22,6 +22,15 @@ from generator.dialects.slurm import sbatch_lines, srun_options
 from generator.executors import executor_of, executors
 from generator.frameworks import framework_of
 from generator.plan.plan import Plan
+from generator.plan.torchtitan import (
+    CONFIG_FUNCTION,
+    CONFIG_MODULE,
+    QUANTIZATION,
+    fp8_converter,
+    registry_dialect,
+    registry_model,
+    torchtitan_values,
+)
 from generator.plan.values import (
     accelerate_config,
     deepspeed_config,
@@ -39,12 +48,16 @@ ARTIFACTS = {
     "megatron": ("megatron_args.sh", "megatron_args.sh.j2"),
     "trainer": ("trainer_args.sh", "trainer_args.sh.j2"),
     "accelerate": ("accelerate_config.yaml", "accelerate_config.yaml.j2"),
+    "torchtitan": ("torchtitan_args.sh", "torchtitan_args.sh.j2"),
+    "torchtitan_config": (f"{CONFIG_MODULE}.py", f"{CONFIG_MODULE}.py.j2"),
     # the executors' files (launch.executor): launch.sbatch, trainjob.yaml, ... (data/executors.yaml)
     **{e.name: (e.file, e.template) for e in executors().values()},
 }
 POD_SCRIPT = "pod_launch.sh.j2"  # launch.sh: what a Kubernetes pod or SkyPilot node runs
 PLAN_FILE = "plan.json"
 PREFLIGHT = ("preflight.py", "preflight.py.j2")  # slurm.preflight: run by launch.sbatch
+# the files lint does not read back: the preflight check and the plan's record
+NOT_LINTED = (PREFLIGHT[0], PLAN_FILE)
 # the torch device of each vendor's accelerators (preflight.py)
 DEVICE = {"nvidia": "cuda", "amd": "cuda", "huawei": "npu", "intel": "hpu", "cpu": "cpu"}
 
@@ -52,12 +65,15 @@ DEVICE = {"nvidia": "cuda", "amd": "cuda", "huawei": "npu", "intel": "hpu", "cpu
 def targets_for(framework: str, launcher: str = "torchrun", executor: str = "slurm") -> list[str]:
     """The artifacts a framework uses: no DeepSpeed JSON for megatron-lm, no Megatron arguments
     for plain DeepSpeed; Trainer arguments for FSDP2 and DeepSpeed through accelerate, whose
-    launcher reads an accelerate config; last the executor's file (launch.sbatch, trainjob.yaml ...)."""
+    launcher reads an accelerate config; a config registry's (torchtitan) arguments and function;
+    last the executor's file (launch.sbatch, trainjob.yaml ...)."""
     record = framework_of(framework)
     trainer = record.uses_trainer(launcher)
     return [target for target, used in (
         ("deepspeed", record.deepspeed_engine), ("megatron", record.megatron_arguments),
-        ("trainer", trainer), ("accelerate", trainer and launcher == "accelerate"), (executor, True)) if used]
+        ("trainer", trainer), ("accelerate", trainer and launcher == "accelerate"),
+        ("torchtitan", record.config_registry), ("torchtitan_config", record.config_registry),
+        (executor, True)) if used]
 
 
 _SBATCH_SAFE = re.compile(r"^[A-Za-z0-9_.,:%/@+=~-]+$")
@@ -132,6 +148,13 @@ def render(plan: Plan, target: str) -> str:
         extra = {"sbatch": sbatch_lines(plan), "srun_options": srun_options(plan),
                  "entry_arguments": entry_point_arguments(plan.spec),
                  "launcher": launcher(name) if name in {x.name for x in launchers()} else None}
+    elif target == "torchtitan":
+        extra = {"arguments": argument_lines(registry_dialect(plan.spec), torchtitan_values(plan)),
+                 "dialect": registry_dialect(plan.spec)}
+    elif target == "torchtitan_config":
+        extra = {"registry": registry_model(plan.spec), "module_name": CONFIG_MODULE,
+                 "function": CONFIG_FUNCTION, "converter": fp8_converter(plan.spec),
+                 "quantization": QUANTIZATION}
     elif target == "trainer":
         values = trainer_values(plan)
         extra = {"arguments": argument_lines(dialect("trainer"), values),

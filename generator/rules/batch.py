@@ -139,6 +139,51 @@ def dp_mismatch(dp_given: int, world_size: int, tp: int, pp: int, cp: int) -> st
             f"{world_size // model}; remove dp or set it to {world_size // model}")
 
 
+@rule("GL026", "data-parallel-factors",
+      "world = dp_replicate × dp_shard × cp × tp × pp, and replicas of a shard group need FSDP.")
+def data_parallel_factors(world_size: int, dp_shard: int | None = None, dp_replicate: int | None = None,
+                          tp: int | None = None, pp: int | None = None, cp: int | None = None,
+                          framework: str | None = None) -> str | None:
+    """The data-parallel group is dp_replicate replicas of a group of dp_shard ranks that shard the
+    model's state among them (HSDP; plain FSDP and ZeRO: one replica). torchtitan's ParallelDims
+    asserts ``dp_replicate * dp_shard * cp * tp * pp == WORLD_SIZE`` and accelerate's
+    ParallelismConfig that its product is the number of processes; only FSDP replicates a shard
+    group (torchtitan, accelerate's FSDP2). Fix: give one of dp_shard and dp_replicate (the other is
+    derived), a pair whose product is dp, or framework fsdp or torchtitan for HSDP.
+
+    A model-parallel size a file does not give is 1 (accelerate's parallelism_config has no pp);
+    of dp_shard and dp_replicate, one not given is dp / the other.
+
+    Example: 64 GPUs with tp 8 (dp 8) and dp_shard 3; dp_replicate 2 with framework deepspeed."""
+    tp, pp, cp = tp or 1, pp or 1, cp or 1
+    model = tp * pp * cp
+    if world_size % model:
+        return None  # GL003's
+    dp = world_size // model
+    if dp_replicate and dp_replicate > 1 and framework is not None and not framework_of(framework).hsdp:
+        return (f"framework {framework} does not replicate a sharded group (dp_replicate {dp_replicate}); "
+                "use dp_replicate 1, or framework fsdp or torchtitan (HSDP)", ("dp_replicate", "framework"))
+    if dp_shard is None and dp_replicate is None:
+        return None
+    if dp_shard is None:  # the other derived: dp / the given one
+        if dp % dp_replicate == 0:
+            return None
+        return (f"dp_replicate {dp_replicate} does not divide dp {dp} = world {world_size} / (cp {cp} × "
+                f"tp {tp} × pp {pp}); use dp_replicate in {divisors(dp)}",
+                ("dp_replicate", "world_size", "tp", "pp", "cp"))
+    if dp_replicate is None:
+        if dp % dp_shard == 0:
+            return None
+        return (f"dp_shard {dp_shard} does not divide dp {dp} = world {world_size} / (cp {cp} × tp {tp} × "
+                f"pp {pp}); use dp_shard in {divisors(dp)}", ("dp_shard", "world_size", "tp", "pp", "cp"))
+    if dp_replicate * dp_shard * model != world_size:
+        return (f"world {world_size} ≠ dp_replicate {dp_replicate} × dp_shard {dp_shard} × cp {cp} × "
+                f"tp {tp} × pp {pp} = {dp_replicate * dp_shard * model}; give dp_shard × dp_replicate = "
+                f"dp {dp}, e.g. dp_shard {dp // dp_replicate if dp % dp_replicate == 0 else dp} alone",
+                ("dp_replicate", "dp_shard", "world_size", "tp", "pp", "cp"))
+    return None
+
+
 @rule("GL014", "tokens-per-step-mismatch",
       "A tokens-per-step figure written down must equal global batch × sequence length.")
 def tokens_mismatch(tokens_per_step: int, global_batch_size: int, seq_length: int) -> str | None:

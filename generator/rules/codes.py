@@ -28,6 +28,7 @@ CODES: dict[str, str] = {
     "GL024": "batch",
     "GL025": "batch",
     "GL021": "batch",
+    "GL026": "batch",
     # generator/rules/deepspeed.py
     "GL104": "deepspeed",
     "GL106": "deepspeed",
@@ -53,6 +54,7 @@ CODES: dict[str, str] = {
     "GL112": "fsdp",
     "GL113": "fsdp",
     "GL114": "fsdp",
+    "GL117": "fsdp",
     # generator/rules/launch.py
     "GL004": "launch",
     "GL005": "launch",
@@ -100,6 +102,7 @@ CODES: dict[str, str] = {
     "GL235": "megatron",
     "GL236": "megatron",
     "GL237": "megatron",
+    "GL238": "megatron",
     # generator/rules/executors.py
     "GL320": "executors",
     "GL321": "executors",

@@ -1,4 +1,4 @@
-"""GL112-GL114: FSDP2 and Hugging Face accelerate (the data-parallel engines beside DeepSpeed)."""
+"""GL112-GL114, GL117: FSDP2 and Hugging Face accelerate (the data-parallel engines beside DeepSpeed)."""
 
 from __future__ import annotations
 
@@ -32,12 +32,15 @@ def accelerate_allocation(accelerate_num_processes: int, nodes: int,
 @rule("GL113", "fsdp-settings", "FSDP2 shards data-parallel state; its settings must say how.")
 def fsdp_settings(framework: str, zero_stage: int | None = None, tp: int | None = None,
                   pp: int | None = None, cp: int | None = None, zero_offload: str | None = None,
-                  hybrid_shard: bool | None = None) -> str | None:
+                  hybrid_shard: bool | None = None, launcher: str | None = None) -> str | None:
     """FSDP2 (fully_shard) re-shards the parameters after the forward pass (zero_stage 3, full
     shard) or keeps them for the backward (zero_stage 2, shard-grad-op); it has no tensor,
     pipeline or context parallelism of its own here, offloads parameters, gradients and optimizer
     states together (zero_offload optimizer_and_params), and hybrid sharding is an FSDP setting.
-    Fix: zero_stage 2 or 3, tp = pp = cp = 1, or framework megatron-lm for model parallelism.
+    torchtitan adds tensor, pipeline and context parallelism to FSDP2; the Trainer's FSDP2 adds
+    tensor and context parallelism through accelerate's parallelism_config (launcher accelerate).
+    Fix: zero_stage 2 or 3, tp = pp = cp = 1, launcher accelerate for tp and cp, or framework
+    torchtitan or megatron-lm for model parallelism.
 
     Example: framework fsdp with zero_stage 1."""
     if not framework_of(framework).fsdp:
@@ -46,13 +49,45 @@ def fsdp_settings(framework: str, zero_stage: int | None = None, tp: int | None 
     if zero_stage is not None and zero_stage not in (2, 3):
         return (f"zero_stage {zero_stage} has no FSDP2 form; use 3 (full shard) or 2 "
                 "(shard gradients and optimizer states)", ("zero_stage", "framework"))
-    sizes = [f"{name} {value}" for name, value in (("tp", tp), ("pp", pp), ("cp", cp)) if value and value > 1]
+    record = framework_of(framework)
+    given = [(name, value) for name, value in (("tp", tp), ("pp", pp), ("cp", cp)) if value and value > 1]
+    sizes = [f"{name} {value}" for name, value in given if name not in record.model_parallel]
     if sizes:
-        return (f"framework fsdp has no model parallelism here ({', '.join(sizes)}); use 1, or "
-                "framework megatron-lm", ("tp", "pp", "cp", "framework"))
+        return (f"framework {framework} has no model parallelism here ({', '.join(sizes)}); use 1, or "
+                "framework torchtitan or megatron-lm", ("tp", "pp", "cp", "framework"))
+    carrier = record.model_parallel_launcher
+    if given and carrier is not None and launcher is not None and launcher != carrier:
+        sizes = [f"{name} {value}" for name, value in given]
+        return (f"framework {framework} takes {', '.join(sizes)} from {carrier}'s config; use launcher "
+                f"{carrier}, or 1", ("tp", "cp", "launcher", "framework"))
     if zero_offload == "optimizer":
         return ("FSDP2 offloads parameters, gradients and optimizer states together; use "
                 "zero_offload optimizer_and_params or none", ("zero_offload", "framework"))
+    return None
+
+
+@rule("GL117", "accelerate-parallelism-config",
+      "accelerate's ParallelismConfig needs FSDP2 to shard over dp_shard or cp.")
+def accelerate_parallelism(dp_shard: int, launcher: str, framework: str, dp_replicate: int | None = None,
+                           tp: int | None = None, cp: int | None = None) -> str | None:
+    """accelerate 1.15 builds its device mesh from parallelism_config (dp_replicate × dp_shard ×
+    cp × tp = the processes): FSDP2 shards over dp_shard × cp, so ``_validate_accelerator``
+    refuses a config where both are 1, and the ParallelismConfig constructor refuses tp or cp
+    beside replicas of a one-rank shard group. (Tensor parallelism also needs transformers ≥
+    4.52 installed where the run trains.) Fix: fewer tp ranks, so that dp_shard > 1, or cp > 1.
+
+    Example: 8 GPUs with tp 8 (dp_shard 1, cp 1)."""
+    record = framework_of(framework)
+    tp, cp, dp_replicate = tp or 1, cp or 1, dp_replicate or 1
+    if launcher != record.model_parallel_launcher or (tp == cp == dp_replicate == 1):
+        return None  # no parallelism_config: accelerate's plain FSDP2 over every process
+    if dp_shard == 1 and cp == 1:
+        return (f"accelerate's FSDP2 shards over dp_shard × cp = 1 (tp {tp}, dp_replicate {dp_replicate}); "
+                "use a smaller tp so that dp_shard > 1, or cp > 1", ("dp_shard", "cp", "tp", "dp_replicate"))
+    if dp_shard == 1 and dp_replicate > 1 and (tp > 1 or cp > 1):
+        return (f"accelerate refuses tp {tp} / cp {cp} beside dp_replicate {dp_replicate} of dp_shard 1; "
+                f"give dp_shard {dp_replicate} instead of dp_replicate",
+                ("dp_replicate", "dp_shard", "tp", "cp"))
     return None
 
 

@@ -283,7 +283,7 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
                      sequence_parallel: bool | None = None,
                      deepspeed_flag: bool | None = None, megatron_flags: dict | None = None,
                      megatron_parser: ScriptParser | None = None,
-                     ep_comm_overlap: bool | None = None) -> str | None:
+                     ep_comm_overlap: bool | None = None, megatron_fsdp: bool | None = None) -> str | None:
     """Megatron-LM asserts ``Using tensor model parallelism or context parallelism require setting
     the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1`` with tp > 1 or cp > 1 on GPUs
     below compute capability 10. microsoft/Megatron-DeepSpeed raises only with
@@ -320,7 +320,7 @@ def cuda_connections(tp: int, framework: str, cp: int | None = None,
         return None
     if nvidia_cc and nvidia_cc >= 10:
         return None
-    if ep_comm_overlap or _FSDP_FLAGS & set(megatron_flags or {}):
+    if ep_comm_overlap or megatron_fsdp or _FSDP_FLAGS & set(megatron_flags or {}):
         return None  # it only warns then: the overlap and FSDP want more connections (validate_args)
     return (f"CUDA_DEVICE_MAX_CONNECTIONS is {shown}; export CUDA_DEVICE_MAX_CONNECTIONS=1 (tp {tp})",
             _CONNECTIONS)

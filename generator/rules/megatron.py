@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 
-from generator.dialects import capable, dialect, title_of
+from generator.dialects import capable, dialect, registry_can, registry_recipes, title_of
 from generator.frameworks import framework_of
 from generator.rules.flags import fork_flags, script_dialect
 from generator.rules.registry import Uncertain, rule
@@ -200,15 +200,39 @@ def heads_groups(num_attention_heads: int, num_query_groups: int) -> str | None:
 
 
 @rule("GL208", "zero-stage-with-megatron-lm", "zero_stage is a DeepSpeed setting.")
-def zero_with_megatron(zero_stage: int, framework: str) -> str | None:
-    """Megatron-LM has no ZeRO stages; its equivalent of ZeRO-1 is the distributed optimizer. Fix:
-    distributed_optimizer: true instead.
+def zero_with_megatron(zero_stage: int, framework: str, megatron_fsdp: bool | None = None) -> str | None:
+    """Megatron-LM has no ZeRO stages; its equivalent of ZeRO-1 is the distributed optimizer, and
+    Megatron-FSDP (megatron_fsdp) shards as the stage says (--data-parallel-sharding-strategy).
+    Fix: distributed_optimizer: true instead, or megatron_fsdp: true.
 
-    Example: zero_stage: 1 with framework megatron-lm."""
-    if framework_of(framework).sharding != "distributed_optimizer" or zero_stage == 0:
+    Example: zero_stage: 3 with framework megatron-lm."""
+    if framework_of(framework).sharding != "distributed_optimizer" or zero_stage == 0 or megatron_fsdp:
         return None
     return (f"zero_stage {zero_stage} has no effect with megatron-lm; remove it and set "
-            "distributed_optimizer: true for ZeRO-1-style sharding")
+            "distributed_optimizer: true for ZeRO-1-style sharding, or megatron_fsdp: true to shard "
+            "as the stage says (Megatron-FSDP)")
+
+
+@rule("GL238", "megatron-fsdp",
+      "Megatron-FSDP checkpoints in fsdp_dtensor and needs more than one CUDA connection.")
+def megatron_fsdp_settings(megatron_fsdp: bool, ckpt_format: str | None = None,
+                           cuda_device_max_connections: str | None = None) -> str | None:
+    """Megatron-LM's validate_args with --use-megatron-fsdp asserts ``--ckpt-format fsdp_dtensor``
+    (Megatron FSDP only supports fsdp_dtensor checkpoint format) and that
+    CUDA_DEVICE_MAX_CONNECTIONS is not 1 (FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset).
+    Fix: checkpoint.format fsdp_dtensor (or leave it: gen-launch writes it), and do not export
+    CUDA_DEVICE_MAX_CONNECTIONS=1.
+
+    Example: megatron_fsdp with checkpoint.format torch_dist."""
+    if not megatron_fsdp:
+        return None
+    if ckpt_format is not None and ckpt_format != "fsdp_dtensor":
+        return (f"Megatron-FSDP checkpoints only in the fsdp_dtensor format, not {ckpt_format}; set "
+                "checkpoint.format fsdp_dtensor or remove it", ("ckpt_format", "megatron_fsdp"))
+    if cuda_device_max_connections == "1":
+        return ("Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1; do not export it",
+                ("cuda_device_max_connections", "megatron_fsdp"))
+    return None
 
 
 @rule("GL209", "distributed-optimizer-with-deepspeed",
@@ -227,10 +251,11 @@ def dist_opt_with_deepspeed(distributed_optimizer: bool, framework: str) -> str 
       "Virtual pipeline stages (interleaving) exist only in Megatron-LM's schedules.")
 def vpp_framework(vpp: int, framework: str, megatron_dialect: str | None = None) -> str | None:
     """DeepSpeed's pipeline engine (used by megatron-deepspeed and deepspeed) has no interleaved
-    schedule (the dialect's ``vpp`` capability). Fix: vpp 1, or framework megatron-lm.
+    schedule (the dialect's ``vpp`` capability); torchtitan's interleaved ones do (its table's).
+    Fix: vpp 1, or framework megatron-lm or torchtitan.
 
     Example: vpp 2 with framework megatron-deepspeed."""
-    if vpp == 1 or capable(megatron_dialect, "vpp"):
+    if vpp == 1 or capable(megatron_dialect, "vpp") or registry_can(framework, "vpp"):
         return None
     return f"vpp {vpp} is not supported by {title_of(framework, megatron_dialect)}; set vpp to 1"
 
@@ -289,7 +314,7 @@ def fp8_support(precision: str, framework: str, gpu: str | None = None,
         return (f"precision fp8 needs FP8 tensor cores, which {gpu} does not have; use bf16, or a "
                 "GPU with FP8 (h100-80gb, h200-141gb, b200, gb200, mi300x, mi325x, gaudi3)",
                 ("precision", "gpu"))
-    if not capable(megatron_dialect, "fp8"):
+    if not capable(megatron_dialect, "fp8") and not registry_can(framework, "fp8"):
         return (f"precision fp8 (Transformer Engine) is a Megatron-LM feature, not "
                 f"{title_of(framework, megatron_dialect)}'s; use bf16", ("precision", "framework"))
     return None
@@ -424,17 +449,26 @@ def tp_comm_overlap_requirements(tp_comm_overlap: bool, tp: int | None = None,
       "FP8 recipe blockwise needs megatron-core 0.14, mxfp8 a Blackwell GPU.")
 def fp8_recipe_requirements(fp8_recipe: str, megatron_version: str | None = None,
                             megatron_dialect: str | None = None, nvidia_cc: float | None = None,
-                            gpu: str | None = None, precision: str | None = None) -> str | None:
+                            gpu: str | None = None, precision: str | None = None,
+                            framework: str | None = None) -> str | None:
     """training.fp8_recipe (--fp8-recipe) picks how Transformer Engine scales the FP8 tensors
     (Megatron reads it only with --fp8-format: a run in another precision ignores it).
     blockwise is a choice of megatron-core 0.14 and later (earlier parsers refuse it); mxfp8
     scales 32-element blocks in the tensor cores of Blackwell (compute capability 10) and later,
-    which Transformer Engine refuses on Hopper. Fix: a newer megatron.version, or delayed /
-    tensorwise (or blockwise) on Hopper.
+    which Transformer Engine refuses on Hopper. torchtitan's recipes are torchao's converters, its
+    table's (rowwise, mxfp8); rowwise is none of Transformer Engine's. Fix: a newer
+    megatron.version, delayed / tensorwise (or blockwise) on Hopper, a recipe of the framework's.
 
     Example: fp8_recipe mxfp8 on h100-80gb."""
     if precision is not None and precision != "fp8":
         return None
+    own = registry_recipes(framework) if framework is not None else None
+    if own is not None and fp8_recipe not in own:
+        return (f"fp8_recipe {fp8_recipe} is not one of {framework}'s ({', '.join(own)}); set "
+                f"training.fp8_recipe to one", ("fp8_recipe", "framework"))
+    if own is None and fp8_recipe == "rowwise" and megatron_dialect is not None:
+        return ("fp8_recipe rowwise is torchtitan's (torchao); Transformer Engine scales delayed, "
+                "tensorwise, blockwise or mxfp8", ("fp8_recipe", "framework"))
     if fp8_recipe == "blockwise" and megatron_dialect is not None and \
             not dialect(megatron_dialect, megatron_version).can("fp8_blockwise"):
         return (f"fp8_recipe blockwise needs megatron-core 0.14 or later (megatron.version is "

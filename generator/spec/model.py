@@ -235,7 +235,10 @@ class Parallelism:
     sequence_parallel: bool
     zero_stage: int | None
     distributed_optimizer: bool
+    megatron_fsdp: bool  # Megatron-LM: Megatron-FSDP, its sharding from zero_stage
     dp: int | None
+    dp_shard: int | None  # FSDP: the shard group of the data-parallel group (None: derived)
+    dp_replicate: int | None  # FSDP: replicas of the shard group (HSDP; None: derived)
     zero_offload: str
     first_stage_layers: int | None  # uneven pipelines (megatron-lm)
     last_stage_layers: int | None
@@ -246,6 +249,19 @@ class Parallelism:
     account_for_loss_in_pipeline_split: bool
     tp_comm_overlap: bool  # Megatron-LM: TP collectives pipelined with the GEMMs (TE)
     ep_comm_overlap: bool  # Megatron-LM: the experts' all-to-all under another micro-batch's compute
+
+    def data_parallel(self, dp: int, nodes: int) -> tuple[int | None, int | None]:
+        """(dp_replicate, dp_shard) of a data-parallel group of ``dp`` ranks: the ones given, the
+        other derived (dp / the given one, None where it does not divide: GL026 says so); with
+        neither given, hybrid_shard replicates over the nodes, else one shard group of dp."""
+        replicate, shard = self.dp_replicate, self.dp_shard
+        if replicate is None and shard is None:
+            replicate = nodes if self.hybrid_shard and dp % nodes == 0 else 1
+        if replicate is None:
+            replicate = dp // shard if dp % shard == 0 else None
+        if shard is None and replicate is not None:
+            shard = dp // replicate if dp % replicate == 0 else None
+        return replicate, shard
 
     def layout(self) -> PipelineLayout | None:
         return None if self.pipeline_layout is None else PipelineLayout.parse(self.pipeline_layout)
@@ -439,9 +455,18 @@ class Megatron:
     fork: str  # the Megatron-DeepSpeed fork: microsoft | bigscience
 
 
+@value
+class Torchtitan:
+    """Which torchtitan release the files are written for, and what it runs beside the sizes."""
+
+    version: str  # a torchtitan release: 0.3
+    compile: bool  # torch.compile the model and the loss
+
+
 # names launch.sbatch sets and reads itself (an export would change the run it describes)
 SCRIPT_OWNED_ENV = ("NODES", "PROCS_PER_NODE", "WORLD_SIZE", "GEN_LAUNCH_DIR", "MEGATRON_ARGS",
-                    "TRAINER_ARGS", "TRAIN_ARGS", "EXTRA_ARGS", "RANK", "LOCAL_RANK", "IFS")
+                    "TRAINER_ARGS", "TORCHTITAN_ARGS", "TRAIN_ARGS", "EXTRA_ARGS", "RANK", "LOCAL_RANK",
+                    "IFS")
 # names whose value a bash child runs (BASH_ENV is sourced, prompts and PROMPT_COMMAND are
 # expanded, SHELLOPTS turns on xtrace ...) or that decide which programs run
 CODE_ENV = ("BASH_ENV", "ENV", "PROMPT_COMMAND", "PS1", "PS2", "PS3", "PS4", "SHELLOPTS", "BASHOPTS",
@@ -654,6 +679,7 @@ class Spec:
     kubernetes: Kubernetes
     skypilot: Skypilot
     megatron: Megatron
+    torchtitan: Torchtitan
     source: str
     doc: Document = field(repr=False, compare=False)
     stage: str | None = None  # the stage this spec is (stages: see stage_specs)

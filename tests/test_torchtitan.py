@@ -1,0 +1,202 @@
+"""framework torchtitan without torchtitan installed: the files a plan renders and what they
+say, the refusals (located, exit 2), the dialect table against the presets and the schema, and
+lint reading a hand-written torchtitan launch and its config module statically."""
+
+from __future__ import annotations
+
+import ast
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from generator import presets
+from generator.artifacts import render_all
+from generator.cli import app
+from generator.dialects import table
+from generator.lint.engine import lint_texts, views
+from generator.spec.schema import spec_schema
+
+from .conftest import ROOT
+from .helpers import plan_of
+
+runner = CliRunner()
+CORPUS = ROOT / "tests" / "lint_corpus" / "bad"
+
+
+def _spec(**more) -> dict:
+    base = {"name": "titan", "framework": "torchtitan",
+            "cluster": {"nodes": 2, "gpus_per_node": 8, "gpu": "h100-80gb"},
+            "model": {"preset": "llama3-8b"}, "parallelism": {"tp": 4, "dp_shard": 4},
+            "batch": {"micro_batch_size": 2, "global_batch_size": 64},
+            "training": {"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10}},
+            "launch": {"launcher": "torchrun"}}
+    return {**base, **more}
+
+
+def _words(files: dict[str, str]) -> list[str]:
+    return shlex.split(files["torchtitan_args.sh"].split("TORCHTITAN_ARGS=(", 1)[1].rsplit(")", 1)[0],
+                       comments=True)
+
+
+def _options(words: list[str]) -> dict[str, str]:
+    return {w: words[k + 1] for k, w in enumerate(words[:-1]) if w.startswith("--") and
+            not words[k + 1].startswith("--")}
+
+
+def test_the_files_of_a_torchtitan_run(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, _spec())
+    files = render_all(plan)
+    assert sorted(files) == ["launch.sbatch", "plan.json", "torchtitan_args.sh", "torchtitan_config.py"]
+    words = _words(files)
+    options = _options(words)
+    assert options["--module"] == "torchtitan_config" and options["--config"] == "gen_launch_run"
+    assert (options["--parallelism.data_parallel_replicate_degree"], options["--parallelism.data_parallel_shard_degree"],
+            options["--parallelism.tensor_parallel_degree"]) == ("1", "4", "4")
+    # 16 GPUs / tp 4 = dp 4: global 64 = local 2 × accumulation 8 × dp 4
+    assert (options["--training.local_batch_size"], options["--training.global_batch_size"]) == ("2", "64")
+    assert plan.gradient_accumulation_steps == 8
+    assert words[-1] == "activation-checkpoint:none"  # the subcommand last
+    assert "--training.disable_cuda_graphs" not in words  # no pipelining, no experts
+    assert 'source "${GEN_LAUNCH_DIR}/torchtitan_args.sh"' in files["launch.sbatch"]
+    assert '-m torchtitan.train "${EXTRA_ARGS[@]}" "${TRAIN_ARGS[@]}"' in files["launch.sbatch"]
+
+
+def test_the_config_module_builds_the_presets_flavor(tmp_path: Path) -> None:
+    """Read as lint reads it (ast): the one model_registry call, with the table's flavor."""
+    module = ast.parse(render_all(plan_of(tmp_path, _spec(model={"preset": "qwen3-32b"})))["torchtitan_config.py"])
+    imports = [n.module for n in ast.walk(module) if isinstance(n, ast.ImportFrom)]
+    calls = [n for n in ast.walk(module) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "model_registry"]
+    assert imports == ["torchtitan.models.qwen3", "torchtitan.models.qwen3.config_registry"]
+    assert [c.args[0].value for c in calls] == ["32B"]
+
+
+def test_pipelining_carries_the_accumulation_as_pipeline_micro_batches(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, _spec(parallelism={"tp": 2, "pp": 2, "vpp": 2, "dp_shard": 4},
+                                   batch={"micro_batch_size": 1, "gradient_accumulation_steps": 8}))
+    words = _words(render_all(plan))
+    options = _options(words)
+    assert (options["--parallelism.pipeline_parallel_microbatch_size"], options["--training.local_batch_size"]) \
+        == ("1", "8")  # 8 pipeline micro-batches a local batch; torchtitan accumulates once
+    assert int(options["--training.global_batch_size"]) == 8 * plan.dp == plan.global_batch_size
+    assert options["--parallelism.pipeline_parallel_schedule"] == "Interleaved1F1B"
+    # torchtitan: ceil((32 layers + 1 embedding + 1 output) / 9) = 4 stages = pp 2 × vpp 2
+    assert options["--parallelism.pipeline_parallel_layers_per_stage"] == "9"
+    assert "--training.disable_cuda_graphs" in words
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"model": {"preset": "bloom-176b"}}, "bloom-176b has none. Use one of llama3-8b"),
+    ({"model": {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "vocab_size": 32000,
+                "seq_length": 2048}}, "a model without a preset has none"),
+    ({"model": {"preset": "llama3-8b", "num_layers": 16}}, "flavor 8B fixes the architecture; remove num_layers"),
+    ({"training": {"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10}, "precision": "fp16"}},
+     "not float16; use bf16"),
+])
+def test_what_torchtitan_cannot_build_is_refused_where_it_is_written(tmp_path: Path, change, words) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(_spec(**change), sort_keys=False))
+    result = runner.invoke(app, ["generate", str(spec), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert f"{spec}:" in result.output and words in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_table_names_presets_and_identifiers() -> None:
+    models = table("torchtitan")["models"]
+    assert set(models) <= set(presets.models())
+    for module, function, flavor in models.values():
+        assert module.isidentifier() and function.isidentifier() and flavor.replace("-", "").isalnum()
+    version = spec_schema()["properties"]["torchtitan"]["properties"]["version"]
+    assert version["enum"] == list(table("torchtitan")["releases"])
+
+
+def test_lint_reads_a_torchtitan_launch_and_its_config_module() -> None:
+    files = {name: (CORPUS / name).read_text() for name in ("titan_70b.sbatch", "modules/titan_llama.py")}
+    result = lint_texts(files)
+    facts = views(next(run for run in result.runs if run.name == "titan_70b.sbatch"))[0]
+    assert facts["framework"].value == "torchtitan"
+    assert (facts["num_layers"].value, facts["hidden_size"].value) == (80, 8192)  # the 70B flavor, by ast
+    assert facts["num_layers"].source == "modules/titan_llama.py:9:25"
+    assert (facts["dp_replicate"].value, facts["dp_shard"].value, facts["tp"].value) == (2, 8, 4)
+    assert facts["recompute"].value == "full"
+    assert [f.code for f in result.findings if f.severity == "error"] == ["GL026"]
+
+
+def test_a_config_module_that_names_no_flavor_is_a_note_not_a_guess() -> None:
+    files = {"titan_70b.sbatch": (CORPUS / "titan_70b.sbatch").read_text(),
+             "modules/titan_llama.py": "from torchtitan.models.llama3.config_registry import llama3_70b as run\n"}
+    result = lint_texts(files)
+    facts = views(next(run for run in result.runs if run.name == "titan_70b.sbatch"))[0]
+    assert "num_layers" not in facts
+    assert any("model_registry" in what for _, what in result.problems)
+
+
+def _fp8(tmp_path: Path, recipe: str | None, gpu: str = "h100-80gb", compile_: bool = True):
+    training = {"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10}, "precision": "fp8",
+                **({"fp8_recipe": recipe} if recipe else {})}
+    return plan_of(tmp_path, _spec(training=training, torchtitan={"compile": compile_},
+                                   cluster={"nodes": 2, "gpus_per_node": 8, "gpu": gpu}))
+
+
+def test_fp8_is_a_converter_of_the_flavor_that_lint_reads_back(tmp_path: Path) -> None:
+    files = render_all(_fp8(tmp_path, "rowwise"))
+    module = ast.parse(files["torchtitan_config.py"])
+    configs = [n for n in ast.walk(module) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "Config"]
+    assert [(c.func.value.id, {k.arg: k.value.value for k in c.keywords}) for c in configs] == \
+        [("Float8LinearConverter", {"recipe_name": "rowwise", "model_compile_enabled": True})]
+    assert "--training.mixed_precision_param" not in _words(files)  # bf16 parameters: torchtitan's default
+    facts = views(next(r for r in lint_texts(files).runs if r.name == "launch.sbatch"))[0]
+    assert (facts["precision"].value, facts["fp8_recipe"].value) == ("fp8", "rowwise")
+    mx = ast.parse(render_all(_fp8(tmp_path, "mxfp8", gpu="b200", compile_=False))["torchtitan_config.py"])
+    calls = [n for n in ast.walk(mx) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "Config"]
+    assert [(c.func.value.id, [k.arg for k in c.keywords]) for c in calls] == \
+        [("MXFP8LinearConverter", ["model_compile_enabled"])]
+
+
+@pytest.mark.parametrize(("recipe", "gpu", "words"), [
+    (None, "h100-80gb", r"fp8_recipe delayed is not one of torchtitan's \(rowwise, mxfp8\)"),
+    ("mxfp8", "h100-80gb", "fp8_recipe mxfp8 needs Blackwell's"),
+    ("rowwise", "a100-80gb", "precision fp8 needs FP8 tensor cores"),
+])
+def test_fp8_recipes_torchtitan_cannot_run_are_refused(tmp_path: Path, recipe, gpu: str, words: str) -> None:
+    from generator.calculator.resolve import PlanError
+
+    with pytest.raises(PlanError, match=words):
+        _fp8(tmp_path, recipe, gpu=gpu)
+
+
+def test_rowwise_is_not_transformer_engines(tmp_path: Path) -> None:
+    from generator.calculator.resolve import PlanError
+
+    from .helpers import spec_dict
+
+    with pytest.raises(PlanError, match="fp8_recipe rowwise is torchtitan's"):
+        plan_of(tmp_path, spec_dict(training={"train_iters": 100, "lr": 1.0e-4, "warmup": {"iters": 10},
+                                              "precision": "fp8", "fp8_recipe": "rowwise"}))
+
+
+def test_extra_words_come_before_the_subcommand(tmp_path: Path) -> None:
+    """tyro gives the words after activation-checkpoint:X to the subcommand: launch.extra_args go
+    first, TORCHTITAN_ARGS (its subcommand last) after them."""
+    plan = plan_of(tmp_path, _spec(launch={"launcher": "torchrun", "extra_args": ["--metrics.log_freq", "5"]}))
+    sbatch = render_all(plan)["launch.sbatch"]
+    assert '-m torchtitan.train "${EXTRA_ARGS[@]}" "${TRAIN_ARGS[@]}"' in sbatch
+    assert "EXTRA_ARGS=(--metrics.log_freq 5)" in sbatch
+
+
+def test_extra_words_are_checked_against_torchtitans_options(tmp_path: Path) -> None:
+    """tyro exits 2 on an option it does not know: launch.extra_args are held to the catalogue
+    extracted from torchtitan 0.3.0's parser (GL219) and to what the plan writes (GL220)."""
+    from generator.calculator.resolve import PlanError
+
+    extra = ["--metrics.log_freq", "5", "--traning.steps", "3", "--training.seq_len", "4096"]
+    with pytest.raises(PlanError) as exc:
+        plan_of(tmp_path, _spec(launch={"launcher": "torchrun", "extra_args": extra}))
+    message = str(exc.value)
+    assert "GL219 launch.extra_args[2] --traning.steps is not an option of torchtitan 0.3; did you mean " \
+           "--training.steps" in message
+    assert "GL220 launch.extra_args[4] --training.seq_len repeats --training.seq_len" in message
+    assert "--metrics.log_freq" not in message
