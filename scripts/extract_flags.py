@@ -138,17 +138,18 @@ def catalogue_text(parser: argparse.ArgumentParser, label: str, underscored: boo
 
 
 def main() -> None:
-    if sys.argv[1] == "--torchtitan":
-        parser, label = torchtitan_parser()
-        sys.stdout.write(catalogue_text(parser, label, underscored=True))
-        return
-    if sys.argv[1] == "--launcher":
-        with contextlib.redirect_stdout(sys.stderr):  # DeepSpeed logs to stdout on import
+    # what a framework prints while its modules import (DeepSpeed's logs, Megatron-LM main's RL
+    # logging where its optional packages are installed) goes to stderr: stdout is the catalogue
+    titan = sys.argv[1] == "--torchtitan"
+    with contextlib.redirect_stdout(sys.stderr):
+        if titan:
+            parser, label = torchtitan_parser()
+        elif sys.argv[1] == "--launcher":
             parser, label = launcher_parser(sys.argv[2])
-    else:
-        tree, label = sys.argv[1], sys.argv[2]
-        parser = _megatron(tree)  # (sets sys.argv for the framework's parse_args)
-    sys.stdout.write(catalogue_text(parser, label))
+        else:
+            tree, label = sys.argv[1], sys.argv[2]
+            parser = _megatron(tree)  # (sets sys.argv for the framework's parse_args)
+    sys.stdout.write(catalogue_text(parser, label, underscored=titan))
 
 
 if __name__ == "__main__":
