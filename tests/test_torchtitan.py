@@ -134,6 +134,38 @@ def test_a_config_module_that_names_no_flavor_is_a_note_not_a_guess() -> None:
     assert any("model_registry" in what for _, what in result.problems)
 
 
+SHORT_FORM = """#!/bin/bash
+#SBATCH --nodes=4
+#SBATCH --gpus-per-node=8
+head_node_ip=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+srun torchrun --nnodes 4 --nproc_per_node 8 --rdzv_id 101 --rdzv_backend c10d \\
+  --rdzv_endpoint "$head_node_ip:29500" -m torchtitan.train --module llama3 --config {function} \\
+  --parallelism.tensor_parallel_degree 8 --training.local_batch_size 1 --training.global_batch_size 32
+"""
+
+
+def test_torchtitans_own_config_function_gives_the_model(tmp_path: Path) -> None:
+    """`--module llama3 --config llama3_70b` (torchtitan's run_train.sh form) names a function of
+    torchtitan's own registry, not a file of the run: lint reads its flavor from the table's
+    `functions` (the 70B's 80 layers, at the --config word) and import writes its preset, with the
+    sequence length the function leaves unknown marked; a function the table does not know is a
+    note, not a guess."""
+    script = SHORT_FORM.format(function="llama3_70b")
+    result = lint_texts({"run_train.sbatch": script})
+    facts = views(next(run for run in result.runs))[0]
+    assert (facts["preset"].value, facts["num_layers"].value) == ("llama3-70b", 80)
+    assert facts["num_layers"].source.startswith("run_train.sbatch:6:")
+    assert not result.problems
+    (tmp_path / "run_train.sbatch").write_text(script)
+    imported = CliRunner().invoke(app, ["import", str(tmp_path / "run_train.sbatch")])
+    spec = yaml.safe_load(imported.stdout)
+    assert spec["framework"] == "torchtitan" and spec["model"]["preset"] == "llama3-70b"
+    assert "config function's value" in imported.stdout.split("seq_length:")[1].splitlines()[0]
+    unknown = lint_texts({"run_train.sbatch": SHORT_FORM.format(function="llama3_debugmodel")})
+    assert "preset" not in views(next(run for run in unknown.runs))[0]
+    assert any("llama3_debugmodel is not one gen-launch knows" in what for _, what in unknown.problems)
+
+
 def _fp8(tmp_path: Path, recipe: str | None, gpu: str = "h100-80gb", compile_: bool = True):
     training = {"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10}, "precision": "fp8",
                 **({"fp8_recipe": recipe} if recipe else {})}

@@ -142,3 +142,35 @@ def test_torchrun_runs_the_module(runs) -> None:
     args = parsed("torchrun", launched_argv(files["launch.sbatch"], env)[1:])
     assert args.module is True and args.training_script == "torchtitan.train"
     assert (int(args.nnodes), int(args.nproc_per_node)) == (8, 8) == (plan.spec.cluster.nodes, plan.procs_per_node)
+
+
+FUNCTIONS_CHECK = r"""
+import importlib, json, sys
+out = {}
+for module, function in json.loads(sys.argv[1]):
+    registry = importlib.import_module(f"torchtitan.models.{module}.config_registry")
+    try:
+        out[function] = registry.__dict__[function]().model_spec.flavor
+    except ImportError as exc:  # a converter's torchao, absent on the CPU
+        out[function] = f"ImportError: {exc}"
+print(json.dumps(out))
+"""
+
+
+def test_the_config_functions_build_the_flavors_the_table_says() -> None:
+    """The table's `functions` (torchtitan's own config functions, which lint and import read a
+    short `--module llama3 --config llama3_8b` by) are the flavors torchtitan 0.3.0's functions
+    build; those that need torchao (FP8 converters) cannot be built on the CPU, and say so."""
+    require_oracle("torchtitan")
+    from generator.dialects import table
+
+    titan = table("torchtitan")
+    module_of = {function: next(m for m, _, _ in titan["models"].values() if function.startswith(m))
+                 for function in titan["functions"]}
+    proc = subprocess.run([sys.executable, "-c", FUNCTIONS_CHECK, json.dumps([[m, f] for f, m in module_of.items()])],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    built = json.loads(proc.stdout.strip().splitlines()[-1])
+    checked = {f: flavor for f, flavor in built.items() if not flavor.startswith("ImportError")}
+    assert len(checked) >= 9, built
+    assert checked == {f: titan["functions"][f] for f in checked}

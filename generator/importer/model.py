@@ -26,9 +26,14 @@ _FIELDS = tuple(sorted(fields_of(Model, group=("shape", "architecture", "moe")),
 def read_model(draft: Draft, plan_model: dict[str, Any]) -> None:
     given = {k: draft.values.pop(f"model.{k}") for k in _FIELDS if f"model.{k}" in draft.values}
     unknown = {k: draft.marks.pop(f"model.{k}") for k in _FIELDS if f"model.{k}" in draft.marks}
+    assumed: dict[str, str] = {}  # unknown in the files, the built model's value written
     if plan_model and not any(k in given for k in REQUIRED if k != "seq_length"):
-        # (a Trainer's entry point gives the sequence length alone: --max_length, --block_size)
-        given = {**{k: plan_model[k] for k in _FIELDS if plan_model.get(k) is not None}, **given}
+        # (a Trainer's entry point gives the sequence length alone: --max_length, --block_size;
+        # a torchtitan config function leaves it to the function, the preset's is written)
+        assumed = {k: why for k, why in unknown.items()
+                   if given.get(k) is None and plan_model.get(k) is not None}
+        given = {**{k: plan_model[k] for k in _FIELDS if plan_model.get(k) is not None},
+                 **{k: v for k, v in given.items() if v is not None}}
         unknown = {}
     vocab_known = given.get("vocab_size") or plan_model.get("vocab_size")
     missing = [k for k in REQUIRED if k not in given]
@@ -51,6 +56,9 @@ def read_model(draft: Draft, plan_model: dict[str, Any]) -> None:
             written[key] = getattr(files, key)
     for key, value in written.items():
         draft.set(f"model.{key}", dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value)
+    for key, why in assumed.items():
+        draft.set(f"model.{key}", getattr(files, key))
+        draft.marks[f"model.{key}"] = f"{why}; the model's value written"
     if not vocab_known:
         if preset:
             draft.marks["model.preset"] = (f"the shape is {preset}'s; vocab_size "

@@ -17,6 +17,7 @@ from generator.dialects.slurm import value_options
 from generator.readers.bash import Command, Field, Script, read_script
 from generator.readers.bash.evaluate import UNKNOWN, shell_code
 from generator.readers.registry_args import registry_dialect_of, registry_facts
+from generator.readers.registry_config import registry_model, registry_modules
 from generator.rules.registry import Fact
 from generator.values import record
 
@@ -493,8 +494,14 @@ class _Reader:
             for name, (meaning, k) in facts.items():
                 self.fact(name, meaning, args[k])
             self.fact("framework", registry.name, entry)
-            module = facts.get("titan_module", (None, 0))
-            if isinstance(module[0], str) and UNKNOWN not in module[0]:  # the file --module names
+            module, function = facts.get("titan_module", (None, 0)), facts.get("titan_config", (None, 0))
+            known = all(isinstance(w, str) and UNKNOWN not in w for w in (module[0], function[0]))
+            if known and module[0] in registry_modules(registry.name):  # torchtitan's own function
+                model, problems = registry_model(registry.name, module[0], function[0],
+                                                 self.src(args[function[1]]))
+                self.out.facts.update({k: v for k, v in model.items() if k not in self.out.facts})
+                self.out.problems.extend(problems)
+            elif isinstance(module[0], str) and UNKNOWN not in module[0]:  # the file --module names
                 path = module[0].replace(".", "/") + ".py"
                 self.out.config_modules.append((registry.name, path, self.src(args[module[1]])))
             return

@@ -34,16 +34,38 @@ def config_model(framework: str, text: str, file: str) -> tuple[dict[str, Fact],
         return {}, [(file, "no one model_registry(FLAVOR) of a torchtitan model found; its model is not "
                            "checked")]
     flavor, line, column = calls[0]
+    facts, problems = _flavor_facts(framework, module, flavor, f"{file}:{line}:{column}")
+    if facts:
+        facts.update(_fp8(framework, tree, file))
+    return facts, problems
+
+
+def registry_model(framework: str, module: str, function: str,
+                   source: str) -> tuple[dict[str, Fact], list[tuple[str, str]]]:
+    """(the model facts, problems) of one of torchtitan's own config functions (``--module llama3
+    --config llama3_8b``): the flavor it builds, by the table's ``functions``."""
+    flavor = table(framework).get("functions", {}).get(function)
+    if flavor is None:
+        return {}, [(source, f"torchtitan's {module} config function {function} is not one gen-launch knows "
+                             "the flavor of; its model is not checked")]
+    return _flavor_facts(framework, module, flavor, source)
+
+
+def registry_modules(framework: str) -> set[str]:
+    """The models torchtitan names by a short ``--module`` (torchtitan.models.<name>)."""
+    return {module for module, _, _ in table(framework)["models"].values()}
+
+
+def _flavor_facts(framework: str, module: str, flavor: str,
+                  source: str) -> tuple[dict[str, Fact], list[tuple[str, str]]]:
     models = table(framework)["models"].items()
     preset = next((name for name, (m, _, f) in models if (m, f) == (module, flavor)), None)
-    source = f"{file}:{line}:{column}"
     if preset is None:
         return {}, [(source, f"torchtitan's {module} flavor {flavor} is no preset gen-launch knows; its "
                              "model is not checked")]
     model = model_from({"preset": preset})
     facts = {key: Fact(getattr(model, key), source) for key in SHAPE}
     facts["preset"] = Fact(preset, source)
-    facts.update(_fp8(framework, tree, file))
     return facts, []
 
 
