@@ -8,7 +8,7 @@ from typing import Any
 
 from generator.executors import executors
 from generator.importer.draft import Draft
-from generator.readers.kubernetes import ExecutorFile
+from generator.readers.kubernetes import ExecutorFile, dig
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -19,7 +19,7 @@ def read_executor(read: ExecutorFile, draft: Draft) -> None:
     record = next((e for e in executors().values() if e.kind == read.kind), None) or \
         next(e for e in executors().values() if e.style == "skypilot")
     draft.set("launch.executor", record.name)
-    name = _get(read.data, ["metadata", "name"]) if record.kubernetes else read.data.get("name")
+    name = dig(read.data, ["metadata", "name"]) if record.kubernetes else read.data.get("name")
     if isinstance(name, str):
         draft.set("name", name)
         draft.marks.pop("name", None)
@@ -29,39 +29,28 @@ def read_executor(read: ExecutorFile, draft: Draft) -> None:
         _skypilot(read.data, draft)
 
 
-def _get(data: Any, path: list) -> Any:
-    for part in path:
-        if isinstance(data, dict):
-            data = data.get(part)
-        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
-            data = data[part]
-        else:
-            return None
-    return data
-
-
 def _pod(job: dict) -> tuple[dict, dict]:
     """(the pod spec with the volumes, the training container) of a job."""
     spec = job.get("spec") or {}
     if job.get("kind") == "TrainJob":
-        patch = _get(spec, ["runtimePatches", 0, "trainingRuntimeSpec", "template", "spec",
+        patch = dig(spec, ["runtimePatches", 0, "trainingRuntimeSpec", "template", "spec",
                             "replicatedJobs", 0, "template", "spec", "template", "spec"]) or {}
         trainer = spec.get("trainer") or {}
-        container = {**(_get(patch, ["containers", 0]) or {}), **trainer}
+        container = {**(dig(patch, ["containers", 0]) or {}), **trainer}
         return patch, container
     if job.get("kind") == "PyTorchJob":
-        pod = _get(spec, ["pytorchReplicaSpecs", "Master", "template", "spec"]) or {}
+        pod = dig(spec, ["pytorchReplicaSpecs", "Master", "template", "spec"]) or {}
     else:
-        pod = _get(spec, ["replicatedJobs", 0, "template", "spec", "template", "spec"]) or {}
-    return pod, _get(pod, ["containers", 0]) or {}
+        pod = dig(spec, ["replicatedJobs", 0, "template", "spec", "template", "spec"]) or {}
+    return pod, dig(pod, ["containers", 0]) or {}
 
 
 def _kubernetes(read: ExecutorFile, priority: str | None, draft: Draft) -> None:
     job = read.data
     pod, container = _pod(job)
-    labels = _get(job, ["metadata", "labels"]) or {}
+    labels = dig(job, ["metadata", "labels"]) or {}
     values: dict[str, Any] = {
-        "image": container.get("image"), "namespace": _get(job, ["metadata", "namespace"]),
+        "image": container.get("image"), "namespace": dig(job, ["metadata", "namespace"]),
         "queue": labels.get(QUEUE_LABEL),
         "priority_class": labels.get(PRIORITY_LABEL) if priority == "label" else pod.get("priorityClassName"),
         "service_account": pod.get("serviceAccountName"),
@@ -70,7 +59,7 @@ def _kubernetes(read: ExecutorFile, priority: str | None, draft: Draft) -> None:
         "node_selector": pod.get("nodeSelector") or {},
         "tolerations": [_toleration(t) for t in pod.get("tolerations") or () if isinstance(t, dict)],
     }
-    claims = {v.get("name"): _get(v, ["persistentVolumeClaim", "claimName"]) for v in pod.get("volumes") or ()
+    claims = {v.get("name"): dig(v, ["persistentVolumeClaim", "claimName"]) for v in pod.get("volumes") or ()
               if isinstance(v, dict)}
     volumes = []
     for mount in container.get("volumeMounts") or ():
@@ -79,14 +68,14 @@ def _kubernetes(read: ExecutorFile, priority: str | None, draft: Draft) -> None:
             volumes.append({"claim": claim, "mount_path": mount.get("mountPath"),
                             **({"read_only": True} if mount.get("readOnly") else {})})
     values["volumes"] = volumes
-    values["shm_size"] = next((_get(v, ["emptyDir", "sizeLimit"]) for v in pod.get("volumes") or ()
+    values["shm_size"] = next((dig(v, ["emptyDir", "sizeLimit"]) for v in pod.get("volumes") or ()
                                if isinstance(v, dict) and v.get("name") == "dshm"), None)
-    deadline = _get(job, ["spec", "activeDeadlineSeconds"]) or \
-        _get(job, ["spec", "runPolicy", "activeDeadlineSeconds"]) or \
-        _get(job, ["spec", "replicatedJobs", 0, "template", "spec", "activeDeadlineSeconds"])
+    deadline = dig(job, ["spec", "activeDeadlineSeconds"]) or \
+        dig(job, ["spec", "runPolicy", "activeDeadlineSeconds"]) or \
+        dig(job, ["spec", "replicatedJobs", 0, "template", "spec", "activeDeadlineSeconds"])
     values["time"] = _slurm_time(deadline) if isinstance(deadline, int) else None
-    values["max_restarts"] = _get(job, ["spec", "runPolicy", "backoffLimit"]) if job["kind"] == "PyTorchJob" \
-        else _get(job, ["spec", "failurePolicy", "maxRestarts"])
+    values["max_restarts"] = dig(job, ["spec", "runPolicy", "backoffLimit"]) if job["kind"] == "PyTorchJob" \
+        else dig(job, ["spec", "failurePolicy", "maxRestarts"])
     for key, value in values.items():
         if value not in (None, [], {}):
             draft.set(f"kubernetes.{key}", value)

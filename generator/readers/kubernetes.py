@@ -100,7 +100,8 @@ def _texts(node: yaml.Node | None) -> list[tuple[str, str]]:
     return out
 
 
-def _get(data: Any, path: list) -> Any:
+def dig(data: Any, path: list) -> Any:
+    """The value at ``path`` (keys and list indices) in parsed YAML, None where it stops."""
     for part in path:
         if isinstance(data, dict):
             data = data.get(part)
@@ -116,7 +117,7 @@ def _kubernetes(file: str, docs: list, node: yaml.Node, job: dict) -> ExecutorFi
     mounts: dict[str, str] = {}  # ConfigMap name -> its lint folder
     for doc, data in docs:
         if isinstance(data, dict) and data.get("kind") == "ConfigMap":
-            name = str(_get(data, ["metadata", "name"]) or "configmap")
+            name = str(dig(data, ["metadata", "name"]) or "configmap")
             mounts[name] = f"{file}#{name}"
             mounted.update({f"{file}#{name}/{key}": text for key, text in _texts(_child(doc, "data"))})
     kind = job["kind"]
@@ -126,15 +127,15 @@ def _kubernetes(file: str, docs: list, node: yaml.Node, job: dict) -> ExecutorFi
         facts["pods"] = Fact(pods[0], _where(file, node, pods[1]))
     if procs[0] is not None:
         facts["pod_procs"] = Fact(procs[0], _where(file, node, procs[1]))
-    container = _get(job, container_path) or {}
-    gpus = [v for k, v in ((_get(container, ["resources", "limits"]) or {}) |
-                           (_get(job, ["spec", "trainer", "resourcesPerNode", "limits"]) or {})).items()
+    container = dig(job, container_path) or {}
+    gpus = [v for k, v in ((dig(container, ["resources", "limits"]) or {}) |
+                           (dig(job, ["spec", "trainer", "resourcesPerNode", "limits"]) or {})).items()
             if _GPU.search(str(k))]
     if gpus and isinstance(gpus[0], int):
         facts["gpus_per_pod"] = Fact(gpus[0], _where(file, node, container_path))
     facts["shm_in_memory"] = Fact(_shm_in_memory(job, pod_paths), _where(file, node, pod_paths[0]))
     script = _script(job, container_path, mounts, pod_paths)
-    inline = _get(job, [*container_path, "command"]) or []
+    inline = dig(job, [*container_path, "command"]) or []
     if script is None and len(inline) == 3 and inline[0] in ("bash", "sh", "/bin/bash", "/bin/sh") \
             and inline[1] == "-c" and isinstance(inline[2], str):  # the script written in the command
         script = f"{file}#command"
@@ -151,21 +152,21 @@ def _shape(kind: str, job: dict) -> tuple:
     if kind == "TrainJob":
         patch = ["spec", "runtimePatches", 0, "trainingRuntimeSpec", "template", "spec", "replicatedJobs", 0,
                  "template", "spec", "template", "spec"]
-        return ((_get(job, ["spec", "trainer", "numNodes"]), ["spec", "trainer", "numNodes"]),
-                (_get(job, ["spec", "trainer", "numProcPerNode"]), ["spec", "trainer", "numProcPerNode"]),
+        return ((dig(job, ["spec", "trainer", "numNodes"]), ["spec", "trainer", "numNodes"]),
+                (dig(job, ["spec", "trainer", "numProcPerNode"]), ["spec", "trainer", "numProcPerNode"]),
                 [patch], ["spec", "trainer"])
     if kind == "PyTorchJob":
-        specs = _get(job, ["spec", "pytorchReplicaSpecs"]) or {}
+        specs = dig(job, ["spec", "pytorchReplicaSpecs"]) or {}
         roles = [r for r in ("Master", "Worker") if isinstance(specs.get(r), dict)]
         total = sum(specs[r].get("replicas", 1) for r in roles
                     if isinstance(specs[r].get("replicas", 1), int))
-        nproc = _get(job, ["spec", "nprocPerNode"])
+        nproc = dig(job, ["spec", "nprocPerNode"])
         paths = [["spec", "pytorchReplicaSpecs", r, "template", "spec"] for r in roles]
         return ((total, ["spec", "pytorchReplicaSpecs", roles[-1], "replicas"] if roles else ["spec"]),
                 (int(nproc) if str(nproc).isdigit() else None, ["spec", "nprocPerNode"]),
                 paths, [*paths[0], "containers", 0] if paths else ["spec"])
-    rjobs = _get(job, ["spec", "replicatedJobs"]) or []
-    total = sum((r.get("replicas", 1) or 1) * (_get(r, ["template", "spec", "parallelism"]) or 1)
+    rjobs = dig(job, ["spec", "replicatedJobs"]) or []
+    total = sum((r.get("replicas", 1) or 1) * (dig(r, ["template", "spec", "parallelism"]) or 1)
                 for r in rjobs if isinstance(r, dict))
     paths = [["spec", "replicatedJobs", i, "template", "spec", "template", "spec"] for i in range(len(rjobs))]
     return ((total, ["spec", "replicatedJobs", 0, "template", "spec", "parallelism"]), (None, []), paths,
@@ -175,9 +176,9 @@ def _shape(kind: str, job: dict) -> tuple:
 def _shm_in_memory(job: dict, pod_paths: list) -> bool:
     """Whether every pod mounts a Memory emptyDir at /dev/shm."""
     for path in pod_paths:
-        pod = _get(job, path) or {}
+        pod = dig(job, path) or {}
         memory = {v.get("name") for v in pod.get("volumes") or () if isinstance(v, dict)
-                  and (_get(v, ["emptyDir", "medium"]) == "Memory")}
+                  and (dig(v, ["emptyDir", "medium"]) == "Memory")}
         mounted = [m for c in pod.get("containers") or () for m in c.get("volumeMounts") or ()
                    if isinstance(m, dict) and m.get("mountPath") == "/dev/shm" and m.get("name") in memory]
         if not mounted:
@@ -187,12 +188,12 @@ def _shm_in_memory(job: dict, pod_paths: list) -> bool:
 
 def _script(job: dict, container_path: list, mounts: dict[str, str], pod_paths: list) -> str | None:
     """The ConfigMap key the container's command runs (``bash /mount/KEY``), by lint name."""
-    command = [*(_get(job, [*container_path, "command"]) or ()),
-               *(_get(job, [*container_path, "args"]) or ())]
-    volumes = {v.get("name"): _get(v, ["configMap", "name"]) for p in pod_paths
-               for v in (_get(job, p) or {}).get("volumes") or () if isinstance(v, dict)}
+    command = [*(dig(job, [*container_path, "command"]) or ()),
+               *(dig(job, [*container_path, "args"]) or ())]
+    volumes = {v.get("name"): dig(v, ["configMap", "name"]) for p in pod_paths
+               for v in (dig(job, p) or {}).get("volumes") or () if isinstance(v, dict)}
     at = {m.get("mountPath"): volumes.get(m.get("name")) for p in pod_paths
-          for c in (_get(job, p) or {}).get("containers") or () for m in c.get("volumeMounts") or ()
+          for c in (dig(job, p) or {}).get("containers") or () for m in c.get("volumeMounts") or ()
           if isinstance(m, dict)}
     for word in command:
         folder, key = posixpath.split(str(word))
@@ -205,7 +206,7 @@ def _skypilot(file: str, node: yaml.Node, task: dict) -> ExecutorFile:
     facts: dict[str, Fact] = {"executor_kind": Fact("SkyPilot task", _where(file, node, ["run"]))}
     if isinstance(task.get("num_nodes"), int):
         facts["pods"] = Fact(task["num_nodes"], _where(file, node, ["num_nodes"]))
-    accelerators = _get(task, ["resources", "accelerators"])
+    accelerators = dig(task, ["resources", "accelerators"])
     count = (accelerators.rsplit(":", 1)[-1] if isinstance(accelerators, str) and ":" in accelerators else
              next(iter(accelerators.values()), None) if isinstance(accelerators, dict) else None)
     if str(count).isdigit():
