@@ -20,7 +20,7 @@ from generator.run import load_spec, resolve_run
 from generator.spec.model import load_document
 from generator.sweep import sweep_points
 
-from .conftest import ROOT, SAMPLES, require_oracle
+from .conftest import MINIMAL, ROOT, SAMPLES, require_oracle
 
 GOLDEN = ROOT / "tests" / "golden_report"
 runner = CliRunner()
@@ -199,15 +199,7 @@ def test_report_writes_the_page(tmp_path: Path, monkeypatch) -> None:
 
 def test_bad_input_reads_as_explain_does(tmp_path: Path, write_spec) -> None:
     """A missing spec, a schema error and a plan error: the same located lines and exit 2."""
-    bad = write_spec("""\
-        name: t
-        framework: megatron-lm
-        cluster: {nodes: 2, gpus_per_node: 8, gpu: h100-80gb}
-        model: {num_layers: 8, hidden_size: 1024, num_attention_heads: 16, vocab_size: 32000, seq_length: 2048}
-        parallelism: {tp: 3, pp: 2}
-        batch: {micro_batch_size: 2, gradient_accumulation_steps: 4}
-        training: {train_iters: 1000, lr: 1.0e-4, warmup: {iters: 10}}
-        """)
+    bad = write_spec(MINIMAL.replace("tp: 2, pp: 2", "tp: 3, pp: 2"))
     schema = write_spec("name: t\nframework: megatron-lm\ncluster: {nodes: two}\n", "schema.yaml")
     for spec in (tmp_path / "missing.yaml", bad, schema):
         explained = runner.invoke(app, ["explain", str(spec)])

@@ -11,16 +11,15 @@ from generator.dialects import Dialect, dialect, table
 from generator.dialects.argv import is_flag, split
 from generator.frameworks import FRAMEWORKS
 
-_NAMES = ("--module", "--config")
-
 
 def registry_dialect_of(texts: list[str | None]) -> Dialect | None:
     """The dialect of an entry point's words when they name a config function and override its
     fields (--section.field), at the newest release of its table; else None."""
     flags = {(t or "").partition("=")[0] for t in texts if is_flag(t)}
-    if not set(_NAMES) <= flags or not any("." in f for f in flags):
-        return None
     name = next(f.name for f in FRAMEWORKS.values() if f.config_registry)
+    naming = set(table(name)["extra_options"])  # --module, --config: the function the run starts from
+    if not naming <= flags or not any("." in f for f in flags):
+        return None
     return dialect(name, tuple(table(name)["releases"])[-1])
 
 
