@@ -389,9 +389,10 @@ def test_mlperf_rows_are_the_submissions_layouts_and_model() -> None:
 
 def test_gb200_runs_are_predicted_from_the_others_within_their_tolerance() -> None:
     """Seven GB200 runs of two clusters (256 to 2496 GPUs) fit the B200/GB200 generation's
-    efficiency: each predicted with the constant fitted on the other six within 2% (median under
-    1%). They all train one model, so the band the presets report is the widest of the
-    generations fitted on several models (the H100's), not their 2%."""
+    efficiency: each predicted with the constant fitted on the other six within 2.5% (median
+    about 1%; their data-parallel groups of up to 64 ranks on NVLink, the racks filled in
+    segments). They all train one model, so the band the presets report is the widest of the
+    generations fitted on several models (the H100's), not their 3%."""
     from generator.estimate.calibration import (
         GB200,
         H100,
@@ -405,9 +406,9 @@ def test_gb200_runs_are_predicted_from_the_others_within_their_tolerance() -> No
     rows = [r for r in leave_one_out(GB200) if r.run.fitted]
     assert len(rows) == 7
     for row in rows:
-        assert abs(row.error) <= 0.02, (row.run.name, row.error)
-    assert median_abs_error(rows) <= 0.01
-    assert models(rows) == 1 and band(rows) == 0.02
+        assert abs(row.error) <= 0.025, (row.run.name, row.error)
+    assert median_abs_error(rows) <= 0.012
+    assert models(rows) == 1 and band(rows) == 0.03
     assert uncertainty(GB200) == band(leave_one_out(H100)) == 0.17
 
 
@@ -1166,6 +1167,27 @@ def test_gb200_tensor_parallel_groups_across_trays_stay_on_nvlink(tmp_path: Path
                                        plan.global_batch_size)
     assert across_trays.tp_comm_s == pytest.approx(as_one_node.tp_comm_s)
     assert across_trays.tp_comm_s < as_nodes.tp_comm_s / 10
+
+
+def test_an_expert_parallel_group_inside_an_nvl72_rack_dispatches_over_nvlink() -> None:
+    """GB200 with ep 32 (etp 1) on 32 trays: each ep group's 32 ranks (8 trays) lie inside one
+    rack, which the job fills in segments of whole groups, so the all-to-all runs at NVLink speed
+    (not on the 50 GB/s inter-node link, which made such runs look 3× slower); inside an 8-GPU
+    node the groups still tile the node (a block of 6 ranks crosses nodes)."""
+    from generator.estimate.performance import Hardware, in_node, moe_dispatch_seconds
+    from generator.estimate.plan import hardware_of
+
+    gb200 = hardware_of(presets.gpus()["gb200"], "bf16", 4)
+    assert gb200.multi_node_domain and gb200.gpus_per_node == 72
+    shape = replace(_deepseek_v3(), num_layers=8, moe_dense_layers=0)
+    layout = Layout(tp=1, pp=1, ep=32, etp=1, dp=128, moe_dispatcher="alltoall")
+    assert in_node(layout, "ep", gb200) and not in_node(layout, "expert_dp", gb200)
+    rack = moe_dispatch_seconds(shape, layout, gb200)
+    trays = moe_dispatch_seconds(shape, layout, replace(gb200, gpus_per_node=4, multi_node_domain=False))
+    assert rack * 8 < trays
+    h100 = Hardware(989, 0.62, 3.35, 450, 50, 8)
+    assert not in_node(Layout(tp=2, cp=3, dp=4), "dp_cp", h100)  # blocks of 24 ranks on 8-GPU nodes
+    assert not in_node(Layout(tp=6, dp=4), "tp", h100) and in_node(Layout(tp=4, dp=4), "tp", h100)
 
 
 def _deepseek_v3(**changes) -> Shape:

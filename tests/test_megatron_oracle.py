@@ -191,7 +191,7 @@ def test_each_collective_is_placed_as_megatron_core_groups_its_ranks(tp, cp, dp,
     from megatron.core.parallel_state import RankGenerator
 
     from generator.estimate.memory import Layout
-    from generator.estimate.performance import RANK_GROUPS, in_node
+    from generator.estimate.performance import RANK_GROUPS, Hardware, in_node
 
     world = tp * cp * dp * pp
     layout = Layout(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep, etp=etp)
@@ -205,7 +205,7 @@ def test_each_collective_is_placed_as_megatron_core_groups_its_ranks(tp, cp, dp,
         ranks = generator.get_ranks(token)
         assert all(len(g) == RANK_GROUPS[group](layout)[1] for g in ranks)
         inside = all(len({r // per_node for r in g}) == 1 for g in ranks)
-        assert in_node(layout, group, per_node) == inside, (group, ranks)
+        assert in_node(layout, group, Hardware(989, 0.62, 3.35, 450, 50, per_node)) == inside, (group, ranks)
     # the first node's ranks that lead their dp × cp group read a distributed optimizer's file
     from generator.estimate.host import optimizer_rank_zeros
 

@@ -75,8 +75,8 @@ judge the model and are not used here):
   batch over dp, and the logs' global_batch_size agree); the step time is the median of the
   train_step_time the result_*.txt logs print for every step of the submission's runs. GB200
   (NVIDIA's tyche and IBM/CoreWeave's carina clusters, NVL72 racks of 4-GPU trays: tp and cp
-  stay on NVLink, the data × context groups' blocks of 64 ranks do not divide the rack's 72, so
-  their collectives are costed on the inter-node link) fits the B200/GB200 generation; the
+  stay on NVLink, and so do the data × context groups' blocks of 64 ranks, the racks being filled
+  in segments of 16 trays: performance.in_node) fits the B200/GB200 generation; the
   H100 runs (NVIDIA's eos, DGX H100) and Nebius's H200 runs are checked against the H100
   generation, not fitted (runs the model has not seen: the FP8 constant comes from the Fujii
   pair).

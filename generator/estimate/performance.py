@@ -45,6 +45,9 @@ class Hardware:
     fp8_gemm_efficiency: float = FP8_GEMM_EFFICIENCY
     attention_kernel: str = "cudnn"  # the flash attention kernel's published speed (attention.KERNELS)
     attention_in_training: float = IN_TRAINING  # the share of that speed it keeps in a step
+    # the domain spans several nodes (GB200 NVL72's trays): the scheduler places the job's nodes in
+    # segments aligned to it (in_node)
+    multi_node_domain: bool = False
 
 
 @value
@@ -372,7 +375,7 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         # Transformer Engine's userbuffers split each gather / scatter into tp chunks
         # pipelined with the neighbouring linear layer's GEMM (inside a node): the first chunk
         # stays exposed, the rest hides under the GEMMs (not the flash attention core)
-        tp_comm = tp_comm - where(in_node(layout, "tp", hw.gpus_per_node),
+        tp_comm = tp_comm - where(in_node(layout, "tp", hw),
                                   minimum(tp_comm * (1 - 1 / layout.tp), gemms), 0.0)
     # CP: each rank gathers the other ranks' K and V per layer (forward, again where recompute
     # reruns the core attention, and their gradients back), 2 · b · s/cp · kv-width 16-bit values
@@ -494,7 +497,7 @@ def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     nodes = -(-layout.etp * layout.ep // hw.gpus_per_node)  # the nodes an ep group spans
     remote_nodes = groups_holding(nodes, shape.num_experts, k) * (nodes - 1) / nodes
     nvlink = per_copy * ranks / (hw.intranode_gbps * 1e9)
-    flex = where(in_node(layout, "ep", hw.gpus_per_node), nvlink,
+    flex = where(in_node(layout, "ep", hw), nvlink,
                  maximum(nvlink, per_copy * remote_nodes / (hw.internode_gbps * 1e9)))
     seconds = where(layout.moe_dispatcher == "allgather", allgather,
                     where(layout.moe_dispatcher == "flex", flex, alltoall))
@@ -636,16 +639,20 @@ RANK_GROUPS: dict[str, Callable[[Layout], tuple[int, int]]] = {
 }
 
 
-def in_node(layout: Layout, group: str, gpus_per_node: int) -> bool:
-    """Whether every group of that kind lies inside one node: the groups tile the ranks in blocks
-    of stride × size, so all of them do when a block divides the node or the whole job fits in
-    one; otherwise a node boundary falls inside some block, whose group sets the pace."""
+def in_node(layout: Layout, group: str, hw: Hardware) -> bool:
+    """Whether every group of that kind lies inside one NVLink domain. The groups tile the ranks
+    in blocks of stride × size: inside a node, all of them do when a block divides the node or
+    the whole job fits in one; otherwise a node boundary falls inside some block, whose group
+    sets the pace. A domain of several nodes (GB200 NVL72's 18 trays) is filled in segments of
+    whole blocks — Slurm's block topology with --segment, as NVIDIA's NVL72 recipes place 16
+    trays (64 GPUs) a rack — so a block up to the domain's size stays inside it."""
     stride, size = RANK_GROUPS[group](layout)
-    return (size == 1) | (gpus_per_node % (stride * size) == 0) | \
-        (layout.tp * layout.cp * layout.dp * layout.pp <= gpus_per_node)
+    block, domain = stride * size, hw.gpus_per_node
+    inside = where(hw.multi_node_domain, block <= domain, domain % block == 0)
+    return (size == 1) | inside | (layout.tp * layout.cp * layout.dp * layout.pp <= domain)
 
 
 def link_gbps(layout: Layout, group: str, hw: Hardware) -> float:
     """The per-GPU bandwidth a group's collectives run at: NVLink inside a node, else the
     inter-node link."""
-    return where(in_node(layout, group, hw.gpus_per_node), hw.intranode_gbps, hw.internode_gbps)
+    return where(in_node(layout, group, hw), hw.intranode_gbps, hw.internode_gbps)

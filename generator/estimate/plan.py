@@ -161,7 +161,8 @@ def hardware_of(gpu: dict, precision: str, gpus_per_node: int) -> Hardware | Non
     peak = gpu["bf16_tflops"] / (2 if precision == "fp32" else 1)
     return Hardware(peak, gpu["efficiency"], gpu["hbm_tbps"], gpu["intranode_gbps"],
                     gpu["internode_gbps"], nvlink_gpus(gpu, gpus_per_node), gpu.get("fp8_tflops"),
-                    attention_kernel=gpu["attention"])
+                    attention_kernel=gpu["attention"],
+                    multi_node_domain=nvlink_gpus(gpu, gpus_per_node) > gpus_per_node)
 
 
 def shape_of(plan) -> Shape:
