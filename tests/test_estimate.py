@@ -1379,3 +1379,42 @@ def test_the_band_widens_by_the_share_of_the_step_no_published_run_calibrates(tm
     said = CliRunner().invoke(app, ["explain", str(tmp_path / "moe.yaml")]).output
     assert f"throughput ±{moe.uncertainty:.0%} (the calibration band of this GPU's generation, ±17%" in said
     assert f"widened by the share of the step no published run calibrates: {share:.0%} MoE dispatch" in said
+
+
+def test_expert_gemms_run_at_the_speed_of_their_shapes() -> None:
+    """The routed experts' GEMMs: DeepSeek-V3's (8,192 rows an expert at ep 64, 7168 × 2048)
+    reach the large-GEMM speed; Qwen3-30B-A3B's 768-wide experts split over etp 8 (96 columns)
+    with 256 rows an expert move more bytes per FLOP than an H100's ridge point and run at HBM
+    speed; fewer rows (a smaller micro-batch) are slower, never faster."""
+    from generator.estimate.performance import Hardware, expert_gemm_factor, expert_gemm_rows
+
+    h100 = Hardware(989, 0.62, 3.35, 450, 50, 8, 1979)
+    v3 = _deepseek_v3()
+    wide = Layout(tp=1, pp=16, ep=64, etp=1, dp=128, micro_batch_size=1)
+    assert expert_gemm_rows(v3, wide) == 4096 * 64 * 8 / 256
+    assert expert_gemm_factor(v3, wide, h100) == pytest.approx(8192 / (8192 + 32))
+    small = Shape.of(model_from({"preset": "qwen3-30b-a3b"}))
+    split = Layout(tp=8, pp=1, ep=1, etp=8, dp=8, micro_batch_size=1, sequence_parallel=True)
+    assert expert_gemm_rows(small, split) == 4096 / 8 * 8 * 8 / 128
+    assert expert_gemm_factor(small, split, h100) < 0.6
+    one = expert_gemm_factor(small, replace(split, etp=1, ep=8), h100)
+    assert expert_gemm_factor(small, split, h100) < one
+    factors = [expert_gemm_factor(small, replace(split, micro_batch_size=b), h100) for b in (1, 2, 4, 8)]
+    assert factors == sorted(factors) and factors[0] < factors[-1]
+
+
+def test_mixtral_experts_over_ep_8_beat_ep_4_with_tp_2(tmp_path: Path) -> None:
+    """Megatron-LM's own MoE guide (megatron/core/transformer/moe/README.md, "Prefer EP over TP
+    for Expert Layers"): for Mixtral 8x7B, EP8×TP1 outperforms EP4×TP2 — the estimate ranks the
+    two layouts (8 nodes of H100, pp 4, full recompute, the same batch) in that order."""
+    def tokens_per_s(tp: int, ep: int) -> float:
+        spec = spec_dict(cluster={"nodes": 8, "gpus_per_node": 8, "gpu": "h100-80gb"},
+                         parallelism={"tp": tp, "pp": 4, "ep": ep, "etp": 1, "sequence_parallel": tp > 1,
+                                      "distributed_optimizer": True},
+                         batch={"micro_batch_size": 1, "global_batch_size": 1024,
+                                "gradient_accumulation_steps": None},
+                         training={"precision": "bf16", "recompute": "full"})
+        spec["model"] = {"preset": "mixtral-8x7b", "seq_length": 4096}
+        return plan_of(tmp_path, spec, f"tp{tp}.yaml").estimate().performance.tokens_per_s
+
+    assert tokens_per_s(1, 8) > tokens_per_s(2, 4) * 1.02

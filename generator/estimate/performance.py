@@ -229,6 +229,48 @@ def gemm_rows_factor(shape: Shape, layout: Layout) -> float:
     return rows / (rows + GEMM_HALF_ROWS)
 
 
+def routed_expert_flops_per_token(shape: Shape) -> float:
+    """Forward FLOPs per token of the routed experts' GEMMs, as the model runs them: top-k copies
+    through two GEMMs of the expert width (three with a gated activation, gpt-oss's gated
+    quick-GELU too) in every MoE layer and in each MTP layer where the last layer is one."""
+    if not shape.num_experts:
+        return 0.0
+    moe_layers = shape.num_layers - shape.moe_dense_layers
+    mtp = shape.mtp_layers if moe_layers else 0
+    f = shape.moe_ffn_hidden_size or shape.ffn_hidden_size
+    return 2 * (3 if shape.gated else 2) * shape.hidden_size * f * shape.top_k * (moe_layers + mtp)
+
+
+def expert_gemm_rows(shape: Shape, layout: Layout) -> float:
+    """Rows one local expert's GEMMs run per micro-batch, routing uniform: the tokens of the
+    expert tensor × expert parallel group (etp · ep ranks of moe_tokens each) times top-k, spread
+    over the experts."""
+    return moe_tokens(shape, layout) * layout.etp * layout.ep * shape.top_k / shape.num_experts
+
+
+def expert_gemm_factor(shape: Shape, layout: Layout, hw: Hardware) -> float:
+    """The share of the large-GEMM speed the routed experts' GEMMs reach at their shapes: rows
+    (expert_gemm_rows) at rows / (rows + GEMM_HALF_ROWS) like any GEMM, and the roofline of each
+    GEMM (M rows × the hidden size × the expert width over etp): a GEMM that reads and writes
+    more bytes per FLOP than the GPU's ridge point (its calibrated GEMM speed over the HBM
+    bandwidth memory-bound kernels reach) runs at the bandwidth instead — small experts over few
+    tokens, or an expert width split by etp. Operands are 2 bytes (1 in FP8 GEMMs, on the FP8
+    peak). First GEMM (two widths when gated) and second GEMM weighted by their FLOPs; their
+    backward GEMMs have the same three sizes."""
+    f = (shape.moe_ffn_hidden_size or shape.ffn_hidden_size) / layout.etp
+    h, m = shape.hidden_size, expert_gemm_rows(shape, layout)
+    fp8 = fp8_gemms(layout, hw)
+    speed = hw.peak_tflops * 1e12 * hw.efficiency * (fp8_gemm_speedup(hw) if fp8 else 1.0)
+    ridge = speed / (hw.hbm_tbps * 1e12 * HBM_EFFICIENCY) * (1 if fp8 else 2)  # FLOPs per element moved
+
+    def share(n: float, k: float) -> float:  # of an M×K by K×N GEMM: 2MNK FLOPs, MK + KN + MN elements
+        return minimum(2 * m * n * k / (m * k + k * n + m * n) / ridge, 1.0)
+
+    first = 2 * f if shape.gated else f
+    roofline = (first + f) / (first / share(first, h) + f / share(h, f))
+    return m / (m + GEMM_HALF_ROWS) * roofline
+
+
 def slowest_stage_layers(shape: Shape, layout: Layout) -> float:
     return maximum(*layout.stage_layers(shape.num_layers))
 
@@ -259,6 +301,15 @@ def gemm_flops_per_token(shape: Shape, layout: Layout, hw: Hardware) -> float:
         linear = linear / fp8_gemm_speedup(hw)
     layers, attention_core = hardware_passes(layout.recompute)
     return layers * (linear + logits) + (0.0 if layout.flash_attention else attention_core * core)
+
+
+def expert_gemm_flops_per_token(shape: Shape, layout: Layout, hw: Hardware) -> float:
+    """Of gemm_flops_per_token, the routed experts' GEMMs (in the same bf16-equivalents and
+    passes), which run at their own shapes' speed (expert_gemm_factor)."""
+    routed = routed_expert_flops_per_token(shape)
+    if fp8_gemms(layout, hw):
+        routed = routed / fp8_gemm_speedup(hw)
+    return hardware_passes(layout.recompute)[0] * routed
 
 
 def flash_attention_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
@@ -354,8 +405,14 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
     # every stage waits for the one with the most layers (uneven pipelines)
     balance = slowest_stage_layers(shape, layout) / (shape.num_layers / layout.pp)
     tokens = global_batch * shape.seq_length
-    gemms = tokens * gemm_flops_per_token(shape, layout, hw) / gpus * balance / \
-        (hw.peak_tflops * 1e12 * hw.efficiency * gemm_rows_factor(shape, layout))
+    per_token = gemm_flops_per_token(shape, layout, hw)
+    if shape.num_experts:  # the routed experts' GEMMs at their own shapes' speed
+        experts = expert_gemm_flops_per_token(shape, layout, hw)
+        per_token = (per_token - experts) / gemm_rows_factor(shape, layout) + \
+            experts / expert_gemm_factor(shape, layout, hw)
+    else:
+        per_token = per_token / gemm_rows_factor(shape, layout)
+    gemms = tokens * per_token / gpus * balance / (hw.peak_tflops * 1e12 * hw.efficiency)
     attention = flash_attention_seconds(shape, layout, hw) * m
     compute = gemms + attention
     casts = fp8_cast_seconds(shape, layout, hw) * m
