@@ -8,6 +8,7 @@ from generator import presets
 from generator.estimate.advice import deepseek_llm, kaplan_critical_batch
 from generator.estimate.memory import ALLOWANCE_FIXED_GIB, ALLOWANCE_FRACTION, GIB, estimate_memory
 from generator.estimate.params import Shape, count_params
+from generator.estimate.performance import COMPILE_SPEEDUP
 from generator.estimate.plan import UNCALIBRATED, layout_of, shape_of, usable_memory_gib
 from generator.executors import POD_SCRIPT, executor_of
 from generator.plan.plan import Plan
@@ -270,6 +271,9 @@ def _estimates(plan: Plan) -> list[str]:
            f"the memory-bound time"] if p.moe_permute_s else []),
         *([f"  DeepSpeed adding up each micro-batch's gradients (outside the GEMMs): "
            f"{p.grad_accumulation_s:.2f} s of the memory-bound time"] if p.grad_accumulation_s else []),
+        *([f"  torch.compile: compute and memory-bound work {COMPILE_SPEEDUP:g}× their eager speed (fitted "
+           "on a published eager/compiled pair, docs/estimates.md); the norms' and activation's outputs "
+           "recomputed in the backward, not kept"] if layout_of(plan).compiled else []),
         *([f"  FP8 ({plan.spec.training.fp8_recipe} scaling): linear GEMMs {p.fp8_gemm_speedup:.2f}× "
            f"their bf16 speed; casting their operands {p.fp8_casts_s:.2f} s of the memory-bound time"]
           if p.fp8_gemm_speedup else []),

@@ -1418,3 +1418,41 @@ def test_mixtral_experts_over_ep_8_beat_ep_4_with_tp_2(tmp_path: Path) -> None:
         return plan_of(tmp_path, spec, f"tp{tp}.yaml").estimate().performance.tokens_per_s
 
     assert tokens_per_s(1, 8) > tokens_per_s(2, 4) * 1.02
+
+
+def test_the_compile_speedup_is_fitted_on_the_published_eager_and_compiled_pair() -> None:
+    """performance.COMPILE_SPEEDUP is the fit on the PyTorch blog's FSDP Llama-2-7B, 57% MFU eager
+    and 68% compiled (to 0.01)."""
+    from generator.estimate.calibration import fit_compile_speedup
+    from generator.estimate.performance import COMPILE_SPEEDUP
+
+    assert fit_compile_speedup() == pytest.approx(COMPILE_SPEEDUP, abs=0.01)
+
+
+def test_a_compiled_torchtitan_run_is_faster_and_keeps_fewer_activations(tmp_path: Path) -> None:
+    """torchtitan.compile (one node): the compute and memory-bound work run COMPILE_SPEEDUP times
+    faster (the collectives do not), and the backward keeps neither the norms' outputs (4 bytes a token and
+    channel of h) nor the SwiGLU's output (2 of the FFN width), which Inductor recomputes."""
+    from generator.estimate.memory import activation_bytes_per_layer
+    from generator.estimate.performance import COMPILE_SPEEDUP
+    from generator.estimate.plan import layout_of, shape_of
+
+    def plan(compiled: bool):
+        spec = spec_dict(framework="torchtitan", cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "h100-80gb"},
+                         parallelism={"tp": 2, "pp": 1, "dp_shard": 4},
+                         batch={"micro_batch_size": 1, "gradient_accumulation_steps": 2},
+                         torchtitan={"version": "0.3", "compile": compiled})
+        spec["model"] = {"preset": "llama3-8b", "seq_length": 4096}
+        return plan_of(tmp_path, spec, f"c{compiled}.yaml")
+
+    eager, compiled = plan(False), plan(True)
+    e, c = eager.estimate().performance, compiled.estimate().performance
+    assert c.compute_s == pytest.approx(e.compute_s / COMPILE_SPEEDUP)
+    assert c.memory_s == pytest.approx(e.memory_s / COMPILE_SPEEDUP)
+    assert c.tp_comm_s == pytest.approx(e.tp_comm_s) and c.step_time_s < e.step_time_s
+    shape, eager_layout, compiled_layout = shape_of(eager), layout_of(eager), layout_of(compiled)
+    assert compiled_layout.compiled and not eager_layout.compiled
+    saved = activation_bytes_per_layer(shape, eager_layout) - activation_bytes_per_layer(shape, compiled_layout)
+    tokens = 4096 * 1
+    split = 2 if eager_layout.sequence_parallel else 1  # the norms' outputs are split only with SP
+    assert saved == pytest.approx(tokens * (4 * shape.hidden_size / split + 2 * shape.ffn_hidden_size / 2))

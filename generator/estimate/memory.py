@@ -57,6 +57,9 @@ class Layout:
     # DeepSpeed's data_types.grad_accum_dtype: None, its default (and what gen-launch renders),
     # accumulates in the training dtype; "fp32" in fp32 copies (its BF16_Optimizer)
     grad_accum_dtype: str | None = None
+    # the model runs under torch.compile (torchtitan.compile): Inductor fuses the elementwise
+    # kernels and recomputes them in the backward instead of keeping their outputs
+    compiled: bool = False
 
     @property
     def state_shards(self) -> int:
@@ -161,7 +164,18 @@ def state_bytes_per_param(precision: str, sharding: str, dp: int, optimizer_stat
 def recomputes(layout: Layout, module: str):
     """Whether selective recompute reruns ``module`` (Megatron-LM's --recompute-modules names;
     without them, megatron-core's default: the attention core alone)."""
-    return (layout.recompute == "selective") & (module in (layout.recompute_modules or ("core_attn",)))
+    reruns = (layout.recompute == "selective") & (module in (layout.recompute_modules or ("core_attn",)))
+    # torch.compile's partitioner (min-cut) recomputes what pointwise ops and norms make from
+    # tensors the backward keeps anyway: the norms' outputs and the activation function's
+    return reruns | (layout.compiled & (module in COMPILE_RECOMPUTES))
+
+
+# What torch.compile's default partitioner reruns in the backward instead of keeping (the norms'
+# outputs, recomputed from the block inputs kept for the norms' own backward; the activation
+# function's output, from the first GEMM's output) — the modules Megatron-LM names layernorm and
+# moe_act, and a dense MLP's activation (ACTIVATION_OUTPUT).
+ACTIVATION_OUTPUT = "mlp_act"
+COMPILE_RECOMPUTES = ("layernorm", "moe_act", ACTIVATION_OUTPUT)
 
 
 def activation_bytes_per_layer(shape: Shape, layout: Layout, moe: bool = False) -> float:
@@ -181,7 +195,9 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout, moe: bool = False) 
     s = shape.seq_length / layout.cp
     b, h, a, t = layout.micro_batch_size, shape.hidden_size, shape.num_attention_heads, layout.tp
     latents, attention, output = attention_activation_widths(shape)
-    mlp = 0.0 if moe else where(recomputes(layout, "mlp"), 0.0, 4 * shape.ffn_hidden_size / h)
+    # a dense MLP keeps its activation's input and output (2 + 2 bytes a channel of the FFN width)
+    kept_widths = where(recomputes(layout, ACTIVATION_OUTPUT), 2, 4)
+    mlp = 0.0 if moe else where(recomputes(layout, "mlp"), 0.0, kept_widths * shape.ffn_hidden_size / h)
     split = attention + mlp - where(recomputes(layout, "mla_up_proj"), up_projected_width(shape), 0.0)
     masks = 0 if shape.hidden_dropout else 2  # (of the 10: the dropout masks after attention and MLP)
     replicated = 10 + latents - where(recomputes(layout, "layernorm"), 4, 0) - masks
@@ -189,7 +205,8 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout, moe: bool = False) 
     if layout.precision == "fp8":  # the GEMM inputs kept in FP8: 1 byte saved per element (a latent's
         # up projection input: 1 of its 4 bytes)
         hidden_rows = t if layout.sequence_parallel else 1
-        per -= (2 + latents / 4) / hidden_rows + (output + mlp / 4) / t
+        per -= (2 + latents / 4) / hidden_rows + \
+            (output + where(recomputes(layout, ACTIVATION_OUTPUT), 0.0, mlp / 4)) / t
     scores = 5 if shape.attention_dropout else 4  # QKᵀ and softmax (2 bytes each), the dropout mask
     core = where(recomputes(layout, "core_attn") | layout.flash_attention, 0.0, scores * a * s / (h * t))
     kept = s * b * h * (per + core) + (moe_activation_bytes(shape, layout) if moe else 0.0)

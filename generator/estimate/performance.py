@@ -218,6 +218,12 @@ GEMM_HALF_ROWS = 32
 # (+2), as torchao's row-wise scaling (torchtitan's rowwise) reads it for each row's amax; block
 # scalings (blockwise, mxfp8) find each block's amax inside the cast kernel.
 FP8_CAST_BYTES = {"delayed": 4, "tensorwise": 6, "rowwise": 6, "blockwise": 4, "mxfp8": 4}
+# torch.compile (torchtitan.compile): how much faster a compiled model's compute and memory-bound
+# work run — Inductor fuses the elementwise kernels into fewer passes and fewer launches, which the
+# calibrated GEMM efficiency otherwise absorbs. Fitted on a published pair that differs by compile
+# alone (calibration.fit_compile_speedup: the PyTorch blog's Llama-2-7B on A100 with FSDP and
+# selective checkpointing, 57% MFU eager and 68% compiled); the blog reports 10-23% over sizes.
+COMPILE_SPEEDUP = 1.2
 # Fixed cost of one pipeline send (NCCL point-to-point latency across nodes); assumed, not fitted.
 P2P_LATENCY_S = 20e-6
 
@@ -390,7 +396,8 @@ def fp8_cast_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
     return hbm_seconds(tokens * per_token * slowest_stage_layers(shape, layout), hw)
 
 
-def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int) -> Performance:
+def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batch: int,
+                         compile_speedup: float = COMPILE_SPEEDUP) -> Performance:
     """A step-time model: compute (the GEMMs at the calibrated efficiency, a flash attention core
     at its kernel's speed) plus memory-bound work, stretched by the pipeline bubble
     (p − 1)/(v·m); tensor-parallel all-reduces (exposed, but for what --tp-comm-overlap hides)
@@ -414,11 +421,14 @@ def estimate_performance(shape: Shape, layout: Layout, hw: Hardware, global_batc
         per_token = per_token / gemm_rows_factor(shape, layout)
     gemms = tokens * per_token / gpus * balance / (hw.peak_tflops * 1e12 * hw.efficiency)
     attention = flash_attention_seconds(shape, layout, hw) * m
+    # a compiled model's compute and memory-bound work run compile_speedup times faster
+    speed = where(layout.compiled, compile_speedup, 1.0)
+    gemms, attention = gemms / speed, attention / speed
     compute = gemms + attention
-    casts = fp8_cast_seconds(shape, layout, hw) * m
-    permute = moe_permute_seconds(shape, layout, hw) * m
-    accumulate = grad_accumulation_seconds(shape, layout, hw) * m
-    memory = memory_bound_seconds(shape, layout, hw) * m + casts + permute + accumulate
+    casts = fp8_cast_seconds(shape, layout, hw) * m / speed
+    permute = moe_permute_seconds(shape, layout, hw) * m / speed
+    accumulate = grad_accumulation_seconds(shape, layout, hw) * m / speed
+    memory = memory_bound_seconds(shape, layout, hw) * m / speed + casts + permute + accumulate
     bubble = (compute + memory) * (layout.pp - 1) / (layout.vpp * m)
     # TP: 2 all-reduces forward and 2 backward per layer (2 more forward with full recompute),
     # each of b·s·h 16-bit values; a ring moves 2(t−1)/t of it per GPU.

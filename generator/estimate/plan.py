@@ -121,7 +121,14 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
                   overlap_grad_reduce=overlaps_grad_reduce(spec.framework, zero_stage, sizes.get("pp", 1)),
                   moe_dispatcher=spec.model.token_dispatcher(sizes.get("ep", 1)),
                   tp_comm_overlap=p.tp_comm_overlap, overlap_p2p_comm=overlaps_p2p_comm(spec.framework),
-                  ep_comm_overlap=p.ep_comm_overlap, recompute_modules=spec.training.recompute_modules)
+                  ep_comm_overlap=p.ep_comm_overlap, recompute_modules=spec.training.recompute_modules,
+                  compiled=compiles(spec))
+
+
+def compiles(spec) -> bool:
+    """Whether the run torch.compiles its model: torchtitan with torchtitan.compile (the other
+    frameworks' files do not compile; Megatron-LM fuses through Transformer Engine instead)."""
+    return spec.framework == "torchtitan" and spec.torchtitan.compile
 
 
 def _shard_group(p, dp: Any, gpus_per_node: int) -> Any:
