@@ -46,6 +46,13 @@ class Framework:
     lr_scheduler: str = "megatron"
     # HSDP: the data-parallel group can be replicas of a shard group (parallelism.dp_replicate > 1)
     hsdp: bool = False
+    # what training.recompute selective keeps: "modules" (Megatron-LM's: all but the modules it
+    # reruns, the attention core by default) or "ops" (torchtitan's per-op checkpointing: the
+    # outputs of every other linear and of attention, the rest rerun; estimate/memory.py)
+    selective_recompute: str = "modules"
+    # FSDP reduces the gradients in fp32 (torchtitan's mixed_precision_reduce default), not in the
+    # 16-bit training dtype (estimate/performance.py gradient_bytes)
+    reduces_in_fp32: bool = False
     # the model-parallel sizes an FSDP framework has beside its sharding (GL113 refuses the others),
     # and the launcher whose config carries them (None: any it has)
     model_parallel: tuple[str, ...] = ("tp", "pp", "cp", "ep")
@@ -131,6 +138,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
               megatron_arguments=False, megatron_core=False, deepspeed_engine=False,
               trainer="never", sharding="fsdp", launchers=("torchrun",), checkpoint_format="torch_dcp",
               dialect_setting="torchtitan.version", lr_scheduler="torchtitan", hsdp=True,
+              selective_recompute="ops", reduces_in_fp32=True,
               config_registry=True, entry_module="torchtitan.train", step_folders="step"),
 )}
 

@@ -1456,3 +1456,52 @@ def test_a_compiled_torchtitan_run_is_faster_and_keeps_fewer_activations(tmp_pat
     tokens = 4096 * 1
     split = 2 if eager_layout.sequence_parallel else 1  # the norms' outputs are split only with SP
     assert saved == pytest.approx(tokens * (4 * shape.hidden_size / split + 2 * shape.ffn_hidden_size / 2))
+
+
+def test_torchtitan_selective_checkpointing_keeps_every_other_linear_and_attention() -> None:
+    """torchtitan's selective recompute is per op (SelectiveAC: it saves attention's output and
+    every other linear's, counted from the layer's first, and reruns the rest): a Llama-3-8B layer
+    keeps its input, wq's and wv's outputs, attention's, w1's and w2's — 2h + 2q + 2kv + 2q + 2f +
+    2h bytes a token, 15.5·s·b·h (q = h = 4096, kv 1024, f 14336) — where Megatron-LM's selective
+    recompute (the attention core, which flash attention never stores) keeps 30·s·b·h; tp splits it;
+    full recompute keeps the layer input alike."""
+    from generator.estimate.memory import activation_bytes_per_layer
+
+    shape = Shape.of(model_from({"preset": "llama3-8b", "seq_length": 8192}))
+    sbh = 8192 * 4096
+
+    def per_layer(framework: str, recompute: str, tp: int = 1) -> float:
+        layout = Layout(framework=framework, sharding="zero3", dp=8, tp=tp, sequence_parallel=tp > 1,
+                        recompute=recompute)
+        return activation_bytes_per_layer(shape, layout) / sbh
+
+    assert per_layer("torchtitan", "selective") == pytest.approx(15.5)
+    assert per_layer("megatron-lm", "selective") == pytest.approx(30.0)
+    assert per_layer("torchtitan", "selective", tp=2) == pytest.approx(15.5 / 2)
+    assert per_layer("torchtitan", "full") == per_layer("megatron-lm", "full") == pytest.approx(2.0)
+    assert per_layer("torchtitan", "none") == per_layer("megatron-lm", "none")
+
+
+def test_fully_sharded_runs_hold_two_layers_unsharded_and_one_layers_gradients(tmp_path: Path) -> None:
+    """FSDP2 gathers a layer's parameters before it runs and prefetches the next one's, and the
+    backward holds one layer's unsharded gradients for the reduce-scatter: torchtitan's Llama-3-8B
+    on 8 GPUs (dp_shard 8) holds 2 × 2 bytes of its largest unit (the output layer, 128256 × 4096,
+    over a layer's 218,112,000) beyond its shards, and 4 bytes of it in gradients (torchtitan
+    reduces in fp32); DeepSpeed's ZeRO-3 buckets are not counted."""
+    from generator.estimate.memory import estimate_memory
+    from generator.estimate.plan import layout_of, shape_of
+
+    spec = spec_dict(framework="torchtitan", cluster={"nodes": 1, "gpus_per_node": 8, "gpu": "h100-80gb"},
+                     parallelism={"tp": 1, "pp": 1, "dp_shard": 8},
+                     batch={"micro_batch_size": 1, "gradient_accumulation_steps": 1},
+                     torchtitan={"version": "0.3", "compile": False})
+    spec["model"] = {"preset": "llama3-8b", "seq_length": 8192}
+    plan = plan_of(tmp_path, spec)
+    shape, layout = shape_of(plan), layout_of(plan)
+    sharded = estimate_memory(shape, replace(layout, sharding="zero2"), None)
+    full = estimate_memory(shape, layout, None)
+    unit = 128256 * 4096
+    shards = count_params(shape).total / 8
+    assert full.weights == pytest.approx(shards * 2 + 2 * 2 * unit)
+    assert full.gradients == pytest.approx(shards * 2 + 4 * unit)
+    assert sharded.weights == pytest.approx(count_params(shape).total * 2)

@@ -210,7 +210,27 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout, moe: bool = False) 
     scores = 5 if shape.attention_dropout else 4  # QKᵀ and softmax (2 bytes each), the dropout mask
     core = where(recomputes(layout, "core_attn") | layout.flash_attention, 0.0, scores * a * s / (h * t))
     kept = s * b * h * (per + core) + (moe_activation_bytes(shape, layout) if moe else 0.0)
+    if framework_of(layout.framework).selective_recompute == "ops":
+        kept = where(layout.recompute == "selective", op_checkpoint_bytes(shape, layout, moe), kept)
     return where(layout.recompute == "full", 2 * s * b * h / (t if layout.sequence_parallel else 1), kept)
+
+
+def op_checkpoint_bytes(shape: Shape, layout: Layout, moe: bool) -> float:
+    """Per micro-batch, what a layer keeps under torchtitan's per-op selective checkpointing
+    (distributed/activation_checkpoint.py SelectiveAC: the outputs of attention and of every other
+    linear, counted from the layer's first — wq, wv, w1 and w2 of a dense Llama layer, wk, wo and
+    w3 rerun — and whatever else rerun in the backward), 2 bytes each: the layer's input (the
+    checkpoint's), the query and value projections' outputs, the attention output and the first
+    and last MLP linears' outputs (the gated one's first half: w1, f wide). An MoE layer keeps
+    what it keeps without checkpointing (moe_activation_bytes; its grouped GEMMs rerun, but its
+    all-to-all outputs are saved: counted whole, an over-count). torchtitan's tensor parallelism
+    splits them all (sequence parallel norms)."""
+    s = shape.seq_length / layout.cp
+    h, query, kv = shape.hidden_size, shape.query_width, shape.kv_width
+    attention = 2 * h + 2 * query + 2 * kv + 2 * query
+    mlp = 0.0 if moe else 2 * shape.ffn_hidden_size + 2 * h
+    kept = layout.micro_batch_size * s * (attention + mlp) / layout.tp
+    return kept + (moe_activation_bytes(shape, layout) if moe else 0.0)
 
 
 def moe_activation_bytes(shape: Shape, layout: Layout) -> float:
@@ -338,6 +358,9 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     # (weights, gradients, optimizer) of the stage's parameters, each part by its own sharding
     weights, grads, opts = (stage_dense * d + stage_expert * e for d, e in zip(dense_bytes, expert_bytes,
                                                                                strict=True))
+    if layout.sharding == "zero3" and not framework_of(layout.framework).deepspeed_engine:
+        gathered, reduced = fsdp_unsharded_bytes(shape, layout, dense + expert, output / layout.tp)
+        weights, grads = weights + gathered, grads + reduced
     # 1F1B: the first stage holds p micro-batches in flight of its layers (L/p each when even:
     # all L layers' worth), times the interleaving penalty; fewer micro-batches than stages hold
     # fewer; the last stage holds one micro-batch of its own layers.
@@ -366,6 +389,29 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     return Memory(weights, grads, opts, activations, logits, other,
                   None if capacity_gib is None else capacity_gib * GIB,
                   name or ("first" if first else "last"))
+
+
+# FSDP2 (torchtitan, accelerate) and Megatron-FSDP gather a unit's parameters before it runs and
+# prefetch the next one's: two units unsharded at once; the backward holds one unit's unsharded
+# gradients for the reduce-scatter.
+FSDP_GATHERED_UNITS = 2
+FSDP_REDUCED_UNITS = 1
+
+
+def fsdp_unsharded_bytes(shape: Shape, layout: Layout, layer_params: float,
+                         output_params: float) -> tuple[float, float]:
+    """(parameters, gradients) bytes that fully sharded data parallelism holds unsharded on a rank
+    beyond its shards: FSDP_GATHERED_UNITS units' parameters in the 16-bit training dtype (4 bytes
+    in fp32) and FSDP_REDUCED_UNITS unit's gradients in the dtype they are reduced in
+    (performance.gradient_bytes: torchtitan's and Megatron's fp32, accelerate's 16 bits), a unit
+    the largest the model wraps — a transformer layer (its tp and ep share) or the output layer.
+    DeepSpeed's ZeRO-3 buckets (stage3_prefetch_bucket_size,
+    stage3_max_live_parameters) are not counted."""
+    from generator.estimate.performance import gradient_bytes  # (performance imports this module)
+
+    unit = maximum(layer_params, output_params)
+    param_bytes = 4 if layout.precision == "fp32" else 2
+    return FSDP_GATHERED_UNITS * param_bytes * unit, FSDP_REDUCED_UNITS * gradient_bytes(layout) * unit
 
 
 def alternatives(shape: Shape, layout: Layout, capacity_gib: float,

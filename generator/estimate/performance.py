@@ -531,12 +531,13 @@ def gradient_bytes(layout: Layout) -> int:
     """Bytes per gradient the data-parallel reduction moves. Megatron-LM reduces in fp32 where
     its main gradients are fp32 and the run is not fp16 (validate_args sets
     accumulate_allreduce_grads_in_fp32 for bf16, and so for fp8, which trains with --bf16; fp32
-    runs' gradients are fp32), in 16 bits with fp16 or bf16 main gradients; DeepSpeed and FSDP
-    in the 16-bit training dtype (their default communication dtype)."""
-    if framework_of(layout.framework).megatron_core and layout.precision != "fp16" \
-            and layout.main_grads == "fp32":
+    runs' gradients are fp32), in 16 bits with fp16 or bf16 main gradients; torchtitan in fp32
+    (its mixed_precision_reduce default); DeepSpeed and accelerate's FSDP in the 16-bit training
+    dtype (their default communication dtype)."""
+    record = framework_of(layout.framework)
+    if record.megatron_core and layout.precision != "fp16" and layout.main_grads == "fp32":
         return 4
-    return 2
+    return 4 if record.reduces_in_fp32 or layout.precision == "fp32" else 2
 
 
 def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:
