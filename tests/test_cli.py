@@ -161,7 +161,7 @@ def test_help_texts_read_as_a_man_page() -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "meant"), [
-    ("gpu", "H100", "did you mean 'h100-80gb'?"), ("gpu", "A100", "did you mean one of 'a100-40gb', 'a100-80gb'?"),
+    ("gpu", "H100", "did you mean one of 'h100-80gb', 'h100-96gb'?"), ("gpu", "A100", "did you mean one of 'a100-40gb', 'a100-80gb'?"),
     ("precision", "BF16", "did you mean 'bf16'?"), ("framework", "Megatron-LM", "did you mean 'megatron-lm'?")])
 def test_every_enumerated_value_gets_a_did_you_mean(field, value, meant, tmp_path: Path) -> None:
     from .helpers import spec_dict
