@@ -217,17 +217,19 @@ def activation_bytes_per_layer(shape: Shape, layout: Layout, moe: bool = False) 
 
 def op_checkpoint_bytes(shape: Shape, layout: Layout, moe: bool) -> float:
     """Per micro-batch, what a layer keeps under torchtitan's per-op selective checkpointing
-    (distributed/activation_checkpoint.py SelectiveAC: the outputs of attention and of every other
-    linear, counted from the layer's first — wq, wv, w1 and w2 of a dense Llama layer, wk, wo and
-    w3 rerun — and whatever else rerun in the backward), 2 bytes each: the layer's input (the
-    checkpoint's), the query and value projections' outputs, the attention output and the first
-    and last MLP linears' outputs (the gated one's first half: w1, f wide). An MoE layer keeps
-    what it keeps without checkpointing (moe_activation_bytes; its grouped GEMMs rerun, but its
-    all-to-all outputs are saved: counted whole, an over-count). torchtitan's tensor parallelism
-    splits them all (sequence parallel norms)."""
+    (0.3.0's distributed/activation_checkpoint.py SelectiveAC: the outputs of attention and of
+    every other linear, counted from the layer's first, the rest rerun in the backward), 2 bytes
+    each. A 0.3.0 Llama-style layer calls its linears as fused wqkv, wo, w1, w3, w2
+    (models/llama3: fuse_qkv; common/feed_forward.py w2(silu(w1(x)) * w3(x))), so it keeps the
+    layer's input (the checkpoint's), wqkv's output (q + 2kv wide), attention's output, w1's and
+    w2's — 2h + 2(q + 2kv) + 2q + 2f + 2h bytes a token; wo and w3 rerun. An MoE layer keeps
+    its attention's the same way and what its MoE block keeps without checkpointing
+    (moe_activation_bytes; torchtitan reruns its grouped GEMMs but saves its all-to-all outputs:
+    counted whole, an over-count). torchtitan's tensor parallelism splits them all (its norms
+    sequence-parallel)."""
     s = shape.seq_length / layout.cp
     h, query, kv = shape.hidden_size, shape.query_width, shape.kv_width
-    attention = 2 * h + 2 * query + 2 * kv + 2 * query
+    attention = 2 * h + 2 * (query + 2 * kv) + 2 * query
     mlp = 0.0 if moe else 2 * shape.ffn_hidden_size + 2 * h
     kept = layout.micro_batch_size * s * (attention + mlp) / layout.tp
     return kept + (moe_activation_bytes(shape, layout) if moe else 0.0)
