@@ -407,8 +407,8 @@ def fsdp_unsharded_bytes(shape: Shape, layout: Layout, layer_params: float,
     in fp32) and FSDP_REDUCED_UNITS unit's gradients in the dtype they are reduced in
     (performance.gradient_bytes: torchtitan's and Megatron's fp32, accelerate's 16 bits), a unit
     the largest the model wraps — a transformer layer (its tp and ep share) or the output layer.
-    DeepSpeed's ZeRO-3 buckets (stage3_prefetch_bucket_size,
-    stage3_max_live_parameters) are not counted."""
+    DeepSpeed's ZeRO-3 buckets (stage3_prefetch_bucket_size, stage3_max_live_parameters) are not
+    counted."""
     from generator.estimate.performance import gradient_bytes  # (performance imports this module)
 
     unit = maximum(layer_params, output_params)

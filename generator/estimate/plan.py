@@ -126,9 +126,10 @@ def spec_layout(spec, *, zero_stage: int | None, distributed_optimizer: bool, re
 
 
 def compiles(spec) -> bool:
-    """Whether the run torch.compiles its model: torchtitan with torchtitan.compile (the other
-    frameworks' files do not compile; Megatron-LM fuses through Transformer Engine instead)."""
-    return spec.framework == "torchtitan" and spec.torchtitan.compile
+    """Whether the run torch.compiles its model: torchtitan.compile, where the framework is
+    torchtitan (the run of a config function; the other frameworks' files do not compile, and
+    Megatron-LM fuses through Transformer Engine instead)."""
+    return framework_of(spec.framework).config_registry and spec.torchtitan.compile
 
 
 def _shard_group(p, dp: Any, gpus_per_node: int) -> Any:
