@@ -360,9 +360,6 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
     # (weights, gradients, optimizer) of the stage's parameters, each part by its own sharding
     weights, grads, opts = (stage_dense * d + stage_expert * e for d, e in zip(dense_bytes, expert_bytes,
                                                                                strict=True))
-    if layout.sharding == "zero3" and not framework_of(layout.framework).deepspeed_engine:
-        gathered, reduced = fsdp_unsharded_bytes(shape, layout, dense + expert, output / layout.tp)
-        weights, grads = weights + gathered, grads + reduced
     # 1F1B: the first stage holds p micro-batches in flight of its layers (L/p each when even:
     # all L layers' worth), times the interleaving penalty; fewer micro-batches than stages hold
     # fewer; the last stage holds one micro-batch of its own layers.
@@ -386,6 +383,9 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
         opts = 0.0  # optimizer states (and the update) live in CPU memory
     if layout.offload == "optimizer_and_params":
         weights = 0.0  # ZeRO-3 fetches each layer's parameters from the CPU when it runs
+    if layout.sharding == "zero3":  # (and holds the layer it runs unsharded, offloaded or not)
+        gathered, reduced = unsharded_bytes(layout, dense + expert, output / layout.tp)
+        weights, grads = weights + gathered, grads + reduced
     states = weights + grads + opts
     other = ALLOWANCE_FIXED_GIB * GIB + ALLOWANCE_FRACTION * (states + activations + logits)
     return Memory(weights, grads, opts, activations, logits, other,
@@ -393,27 +393,28 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
                   name or ("first" if first else "last"))
 
 
-# FSDP2 (torchtitan, accelerate) and Megatron-FSDP gather a unit's parameters before it runs and
-# prefetch the next one's: two units unsharded at once; the backward holds one unit's unsharded
-# gradients for the reduce-scatter.
+# Fully sharded data parallelism gathers a unit's parameters before it runs: FSDP2 (torchtitan,
+# accelerate) and Megatron-FSDP prefetch the next unit's too, two units unsharded at once;
+# DeepSpeed's ZeRO-3, as its own estimator counts (zero/stage3.py: 4 bytes of the largest layer),
+# one. The backward holds one unit's unsharded gradients for the reduce-scatter.
 FSDP_GATHERED_UNITS = 2
-FSDP_REDUCED_UNITS = 1
+ZERO3_GATHERED_UNITS = 1
+REDUCED_UNITS = 1
 
 
-def fsdp_unsharded_bytes(shape: Shape, layout: Layout, layer_params: float,
-                         output_params: float) -> tuple[float, float]:
+def unsharded_bytes(layout: Layout, layer_params: float, output_params: float) -> tuple[float, float]:
     """(parameters, gradients) bytes that fully sharded data parallelism holds unsharded on a rank
-    beyond its shards: FSDP_GATHERED_UNITS units' parameters in the 16-bit training dtype (4 bytes
-    in fp32) and FSDP_REDUCED_UNITS unit's gradients in the dtype they are reduced in
-    (performance.gradient_bytes: torchtitan's and Megatron's fp32, accelerate's 16 bits), a unit
-    the largest the model wraps — a transformer layer (its tp and ep share) or the output layer.
-    DeepSpeed's ZeRO-3 buckets (stage3_prefetch_bucket_size, stage3_max_live_parameters) are not
-    counted."""
+    beyond its shards: the gathered units' parameters in the 16-bit training dtype (4 bytes in
+    fp32) and REDUCED_UNITS unit's gradients in the dtype they are reduced in
+    (performance.gradient_bytes: torchtitan's and Megatron's fp32, DeepSpeed's and accelerate's
+    16 bits), a unit the largest the model wraps — a transformer layer (its tp and ep share) or
+    the output layer."""
     from generator.estimate.performance import gradient_bytes  # (performance imports this module)
 
     unit = maximum(layer_params, output_params)
     param_bytes = 4 if layout.precision == "fp32" else 2
-    return FSDP_GATHERED_UNITS * param_bytes * unit, FSDP_REDUCED_UNITS * gradient_bytes(layout) * unit
+    units = ZERO3_GATHERED_UNITS if framework_of(layout.framework).deepspeed_engine else FSDP_GATHERED_UNITS
+    return units * param_bytes * unit, REDUCED_UNITS * gradient_bytes(layout) * unit
 
 
 def alternatives(shape: Shape, layout: Layout, capacity_gib: float,
