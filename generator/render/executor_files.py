@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from generator.executors import POD_SCRIPT, Executor, gpu_resource
+from generator.executors import POD_SCRIPT, Executor, executor_of, gpu_resource
 from generator.plan.plan import Plan
 from generator.units import slurm_minutes
 
@@ -126,8 +126,9 @@ def pod_spec(plan: Plan, executor: Executor, container: str, restart: str) -> di
 
 
 def _trainjob(plan: Plan, executor: Executor) -> dict[str, Any]:
-    """The runtime's node container gets the image, command, sizes and GPUs; the volumes and
-    the placement reach its pods through runtimePatches (Trainer v2.2+)."""
+    """The runtime's trainer container gets the image, command, sizes and GPUs; the volumes and
+    the placement reach its pods through runtimePatches (Trainer v2.2+). On an MPI runtime the
+    launcher pod runs the command (mpirun) and the node pods run the ranks: both get the mounts."""
     volumes, mounts = _volumes(plan)
     trainer: dict[str, Any] = {"image": plan.spec.kubernetes.image, "command": ["bash", f"{MOUNT}/{SCRIPT}"],
                                "numNodes": plan.spec.cluster.nodes, "numProcPerNode": plan.procs_per_node}
@@ -135,12 +136,15 @@ def _trainjob(plan: Plan, executor: Executor) -> dict[str, Any]:
         trainer["resourcesPerNode"] = _limits(plan)
     pod = {"volumes": volumes, "containers": [{"name": "node", "volumeMounts": mounts}],
            **_scheduling(plan, executor)}
-    spec: dict[str, Any] = {"runtimeRef": {"name": executor.runtime}}
+    mpi = executor.mpi_for(plan.spec.launch.launcher)
+    spec: dict[str, Any] = {"runtimeRef": {"name": mpi.runtime if mpi else executor.runtime}}
     if deadline_seconds(plan) is not None:
         spec["activeDeadlineSeconds"] = deadline_seconds(plan)
     spec["trainer"] = trainer
+    replicated = ["launcher", "node"] if mpi else ["node"]
     spec["runtimePatches"] = [{"manager": "gen-launch", "trainingRuntimeSpec": {"template": {"spec": {
-        "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": pod}}}}]}}}}]
+        "replicatedJobs": [{"name": name, "template": {"spec": {"template": {"spec": pod}}}}
+                           for name in replicated]}}}}]
     return spec
 
 
@@ -196,6 +200,34 @@ def sky_task(plan: Plan) -> dict[str, Any]:
     return task
 
 
+def launch_summary(plan: Plan) -> dict[str, Any]:
+    """How the run starts, for plan.json and explain: the executor's file and object, its pods
+    (nodes), the processes each starts, the launcher, what gives the rendezvous, restarts and the
+    time limit."""
+    record = executor_of(plan.spec.launch.executor)
+    launcher = plan.spec.launch.launcher
+    mpi = record.mpi_for(launcher)
+    nodes = plan.spec.cluster.nodes
+    limit = None
+    if record.time_limit is not None:
+        section, field = record.time_limit.split(".")
+        given = getattr(getattr(plan.spec, section), field)
+        limit = {"setting": record.time_limit, "value": given,
+                 "seconds": None if given is None else slurm_minutes(given) * 60}
+    return {
+        "name": record.name, "file": record.file,
+        "kind": f"{record.api_version}/{record.kind}" if record.kind else None,
+        "runtime": mpi.runtime if mpi else record.runtime,
+        # an MPI runtime's launcher pod is a node too (runLauncherAsNode): max(nodes - 1, 1) more
+        "pods": 1 + max(nodes - 1, 1) if mpi else nodes,
+        "processes_per_pod": plan.procs_per_node,
+        "launcher": "mpirun" if mpi else launcher,
+        "rendezvous": mpi.injects if mpi else record.injects,
+        "restarts": record.restarts,
+        "time_limit": limit,
+    }
+
+
 def to_yaml(documents: list[dict[str, Any]]) -> str:
     """YAML documents, keys in the order built, text of several lines as a literal block."""
     return "---\n".join(yaml.dump(d, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
@@ -203,7 +235,8 @@ def to_yaml(documents: list[dict[str, Any]]) -> str:
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def ignore_aliases(self, data: Any) -> bool:  # the same pod patch twice is written twice, not &id001
+        return True
 
 
 def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:

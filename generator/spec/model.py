@@ -525,7 +525,7 @@ def _executor(name: str, at: At) -> str:
     record = executor_of(name)
     launcher = at.setting("launch", "launcher")
     if launcher not in record.launchers:
-        why = dict(record.not_yet).get(launcher)
+        why = dict(record.refused).get(launcher)
         raise UserError(f"$.launch.executor: {name} starts the launcher {' or '.join(record.launchers)}, not "
                         f"{launcher}{f' ({why})' if why else ''}; set launch.launcher: {record.launchers[0]} "
                         "(or launch.executor: slurm)", at.locate())
