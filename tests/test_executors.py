@@ -358,3 +358,31 @@ def test_the_mpi_launch_gives_every_rank_the_plans_world(tmp_path: Path) -> None
     (tmp_path / "hostfile").write_text("t-launcher-0-0.t slots=8\n")
     short = subprocess.run(["bash", str(pod / "launch.sh")], env=path, capture_output=True, text=True, check=False)
     assert short.returncode == 1 and "the hostfile names 1 hosts but the plan needs 2" in short.stderr
+
+
+@pytest.mark.parametrize(("launch", "expected"), [
+    ({"executor": "trainjob", "launcher": "deepspeed"},
+     {"name": "trainjob", "file": "trainjob.yaml", "kind": "trainer.kubeflow.org/v1alpha1/TrainJob",
+      "runtime": "deepspeed-distributed", "pods": 2, "processes_per_pod": 8, "launcher": "mpirun"}),
+    ({"executor": "pytorchjob", "launcher": "deepspeed"},
+     {"name": "pytorchjob", "file": "pytorchjob.yaml", "kind": "kubeflow.org/v1/PyTorchJob", "runtime": None,
+      "pods": 2, "processes_per_pod": 8, "launcher": "deepspeed"}),
+    ({"executor": "slurm", "launcher": "torchrun"},
+     {"name": "slurm", "file": "launch.sbatch", "kind": None, "runtime": None, "pods": 2, "processes_per_pod": 8,
+      "launcher": "torchrun"}),
+])
+def test_plan_json_says_how_the_run_starts(tmp_path: Path, launch: dict, expected: dict) -> None:
+    """plan.json's executor block: the file and object, pods and processes, the launcher (mpirun
+    on an MPI runtime), what gives the rendezvous, restarts and the time limit, from the records."""
+    import json
+
+    extra = {} if launch["executor"] == "slurm" else {"kubernetes": {**K8S, "time": "1-00:00:00"}}
+    plan = resolve_spec(load(tmp_path, framework="megatron-deepspeed", launch=launch, checkpoint={"dir": "/ckpt/run"},
+                             **extra))
+    block = json.loads(render_all(plan)["plan.json"])["executor"]
+    assert {k: block[k] for k in expected} == expected
+    record = executor_of(launch["executor"])
+    assert block["restarts"] == record.restarts
+    assert block["rendezvous"] == (record.mpi.injects if expected["launcher"] == "mpirun" else record.injects)
+    if launch["executor"] != "slurm":
+        assert block["time_limit"] == {"setting": "kubernetes.time", "value": "1-00:00:00", "seconds": 86400}

@@ -38,7 +38,7 @@ from generator.plan.values import (
     megatron_values,
     trainer_values,
 )
-from generator.render.executor_files import SCRIPT, kubernetes_objects, sky_task, to_yaml
+from generator.render.executor_files import SCRIPT, kubernetes_objects, launch_summary, sky_task, to_yaml
 from generator.resources import cache_dir, data_dir, private_dir
 from generator.shell import shq
 
@@ -164,7 +164,7 @@ def render(plan: Plan, target: str) -> str:
 
 
 def render_plan_json(plan: Plan) -> str:
-    return json.dumps({"header": header(plan), **plan.to_json()}, indent=2,
+    return json.dumps({"header": header(plan), **plan.to_json(), "executor": launch_summary(plan)}, indent=2,
                       ensure_ascii=False) + "\n"
 
 
