@@ -219,8 +219,12 @@ def test_the_pods_meet_train_save_and_resume(tmp_path: Path, executor: str, laun
 
 
 FAKE_SSH = """#!/bin/bash
-# ssh to a node pod, emulated: the ssh options and the host dropped, the command run here
+# ssh to a node pod, emulated: the ssh options dropped, the command run here with the pod's own
+# /tmp (OpenMPI's session folders: two pods on one machine would share them)
 while [[ "$1" == -* ]]; do shift; [[ "$1" != -* ]] && shift; done
+TMPDIR="${PODS_TMP}/$1"
+mkdir -p "${TMPDIR}"
+export TMPDIR
 shift
 exec bash -c "$*"
 """
@@ -262,7 +266,9 @@ def test_the_deepspeed_runtime_launcher_pod_starts_the_plans_world_with_mpirun(t
     command = [w.replace(MOUNT, str(mount)) for w in job["spec"]["trainer"]["command"]]
     env = {"OMPI_MCA_orte_default_hostfile": str(hostfile), "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
            "OMPI_MCA_orte_set_default_slots": "1", "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
-           "OMPI_MCA_plm_rsh_agent": str(ssh)}
+           "OMPI_MCA_plm_rsh_agent": str(ssh), "PODS_TMP": str(tmp_path / "pods-tmp"),
+           "TMPDIR": str(tmp_path / "pods-tmp" / "launcher")}
+    (tmp_path / "pods-tmp" / "launcher").mkdir(parents=True)
     if os.geteuid() == 0:  # the runtime runs as uid 1000; mpirun refuses root unless told
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     pods = [(command, env)]
