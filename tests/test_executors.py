@@ -386,3 +386,42 @@ def test_plan_json_says_how_the_run_starts(tmp_path: Path, launch: dict, expecte
     assert block["rendezvous"] == (record.mpi.injects if expected["launcher"] == "mpirun" else record.injects)
     if launch["executor"] != "slurm":
         assert block["time_limit"] == {"setting": "kubernetes.time", "value": "1-00:00:00", "seconds": 86400}
+
+
+def _at(text: str, needle: str, skip: int = 0, after: str = "") -> tuple[int, int]:
+    """(line, column), 1-based, where ``needle`` (after ``skip`` more characters) is in ``text``,
+    the first after ``after``."""
+    index = text.index(needle, text.index(after)) + skip
+    return text[:index].count("\n") + 1, index - text.rfind("\n", 0, index)
+
+
+@pytest.mark.parametrize(("name", "needle", "skip", "what"), [
+    ("pytorchjob_embedded_script.yaml", "--nnodes 3", len("--nnodes "), "ConfigMap run-scripts, key train.sh"),
+    ("skypilot_embedded_run.yaml", "--nnodes=3", 0, "the task's run"),
+    ("inline", "--nnodes 3", len("--nnodes "), "the container's bash -c command"),
+])
+def test_a_finding_in_an_embedded_script_names_the_yaml_files_line_and_column(
+        tmp_path: Path, name: str, needle: str, skip: int, what: str) -> None:
+    """A launch script embedded in YAML — a ConfigMap key (a block scalar, indented), a
+    SkyPilot run block, a container's one-line bash -c command (quoted) — is read as a script;
+    its findings point at the YAML file's own line and column of the word, the embedded text
+    named, not at a line or column of the text taken out of the YAML."""
+    from generator.lint import lint_paths
+
+    data = Path(__file__).parent / "data" / "executors"
+    if name == "inline":  # the script as the container's command, one double-quoted line
+        text = (data / "pytorchjob_embedded_script.yaml").read_text()
+        script = ("torchrun --nnodes 3 --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 8 "
+                  "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+                  "--max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 64 --train-iters 1000 "
+                  "--lr 3e-4 --bf16")
+        text = text.replace("command: [bash, /scripts/train.sh]", f'command: [bash, -c, "{script}"]')
+    else:
+        text = (data / name).read_text()
+    path = tmp_path / (name if name != "inline" else "inline.yaml")
+    path.write_text(text)
+    line, col = _at(text, needle, skip, 'command: [bash, -c, "' if name == "inline" else "")
+    found = {i.finding.code: i for i in lint_paths([path]).items}
+    gl320 = found["GL320"].finding
+    assert dict(gl320.values)["launcher_nodes"] == f"{path}:{line}:{col} ({what})"
+    assert text.splitlines()[line - 1][col - 1:].startswith(needle[skip:])
