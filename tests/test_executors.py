@@ -425,3 +425,30 @@ def test_a_finding_in_an_embedded_script_names_the_yaml_files_line_and_column(
     gl320 = found["GL320"].finding
     assert dict(gl320.values)["launcher_nodes"] == f"{path}:{line}:{col} ({what})"
     assert text.splitlines()[line - 1][col - 1:].startswith(needle[skip:])
+
+
+@pytest.mark.parametrize(("executor", "launcher"), [("trainjob", "deepspeed"), ("jobset", "deepspeed"),
+                                                    ("pytorchjob", "torchrun")])
+def test_import_reads_the_launcher_back(tmp_path: Path, executor: str, launcher: str) -> None:
+    """import of a generated file gives the spec's executor and launcher back (the
+    deepspeed-distributed runtime's mpirun: the DeepSpeed launcher), and that spec generates the
+    same job."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec_dict(framework="megatron-deepspeed", checkpoint={"dir": "/ckpt/run"},
+                                             launch={"executor": executor, "launcher": launcher}, kubernetes=K8S)))
+    runner = CliRunner()
+    assert runner.invoke(app, ["generate", str(path), "--out", str(tmp_path / "out")]).exit_code == 0
+    file = executor_of(executor).file
+    back = tmp_path / "back.yaml"
+    result = runner.invoke(app, ["import", str(tmp_path / "out" / file), "-o", str(back)])
+    assert result.exit_code == 0, result.output
+    launch = yaml.safe_load(back.read_text())["launch"]
+    assert (launch["executor"], launch.get("launcher", "torchrun")) == (executor, launcher)
+    assert runner.invoke(app, ["generate", str(back), "--out", str(tmp_path / "again")]).exit_code == 0
+    body = [yaml.safe_load_all((tmp_path / folder / file).read_text()) for folder in ("out", "again")]
+    assert list(body[0])[1]["spec"] == list(body[1])[1]["spec"]

@@ -23,6 +23,10 @@ def read_executor(read: ExecutorFile, draft: Draft) -> None:
     if isinstance(name, str):
         draft.set("name", name)
         draft.marks.pop("name", None)
+    mpi = record.mpi
+    if mpi is not None and dig(read.data, ["spec", "runtimeRef", "name"]) == mpi.runtime:
+        # the runtime's mpirun starts the ranks (read as one process per task): the launcher it stands for
+        draft.set("launch.launcher", mpi.launchers[0])
     if record.kubernetes:
         _kubernetes(read, record.priority, draft)
     else:
