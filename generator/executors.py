@@ -65,6 +65,19 @@ class Executor:
     volumes: str | None = None  # the setting of the persistent mounts checkpoint.dir must be on
     refused: tuple[tuple[str, str], ...] = ()  # (launcher, why it is refused)
     mpi: Mpi | None = None
+    # kubernetes.scheduler beyond the default: (scheduler, gang-scheduling policy path, why refused)
+    schedulers: tuple[tuple[str, str | None, str | None], ...] = ()
+
+    def scheduler_refused(self, scheduler: str) -> str | None:
+        """Why this executor's file cannot ask ``scheduler`` for its pods (None: it can)."""
+        if scheduler == "default":
+            return None
+        found = next((s for s in self.schedulers if s[0] == scheduler), None)
+        return f"{self.title} has no way to name {scheduler}" if found is None else found[2]
+
+    def gang_policy(self, scheduler: str) -> str | None:
+        """Where the job asks ``scheduler`` to place all its pods at once (a path in its spec)."""
+        return next((s[1] for s in self.schedulers if s[0] == scheduler), None)
 
     def name_problem(self, job: str, nodes: int) -> str | None:
         """Why ``job`` cannot name this executor's job of ``nodes`` pods (None: it can)."""
@@ -112,7 +125,9 @@ def executors() -> dict[str, Executor]:
             t.get("time_limit"), t.get("chains", False), t.get("priority"),
             Required(**t["requires"]) if "requires" in t else None, t.get("pod_name"), t.get("volumes"),
             tuple((k, " ".join(v.split())) for k, v in (t.get("refused") or {}).items()),
-            _mpi(t["mpi"]) if "mpi" in t else None)
+            _mpi(t["mpi"]) if "mpi" in t else None,
+            tuple((k, v.get("gang"), " ".join(v["refused"].split()) if "refused" in v else None)
+                  for k, v in (t.get("schedulers") or {}).items()))
     return out
 
 

@@ -50,6 +50,12 @@ def test_the_kubernetes_section_is_typed(tmp_path: Path) -> None:
      r"pytorchjob starts the launcher torchrun or deepspeed or accelerate, not srun \(srun starts one task "
      r"per process through Slurm's own daemons, which only a Slurm job has; .*\); set launch.launcher: "
      r"torchrun \(or launch.executor: slurm\)"),
+    ({"launch": {"executor": "jobset"}, "kubernetes": {**K8S, "scheduler": "volcano"}},
+     r"spec.yaml:\d+:\d+: \$.kubernetes.scheduler: volcano with launch.executor jobset: the JobSet CRD has no "
+     r"gang-scheduling field: .* use launch.executor: pytorchjob"),
+    ({"launch": {"executor": "trainjob"}, "kubernetes": {**K8S, "scheduler": "volcano"}},
+     r"\$.kubernetes.scheduler: volcano with launch.executor trainjob: a TrainJob's runtime places its pods: "
+     r"runtimePatches cannot set schedulerName.* podGroupPolicy \{volcano: \{\}\}"),
     ({"launch": {"executor": "skypilot", "launcher": "srun"}, "skypilot": {"accelerator": "H100"}},
      r"skypilot starts the launcher torchrun or deepspeed or accelerate, not srun \(srun starts one task"),
     ({"launch": {"executor": "jobset"}, "checkpoint": {"dir": "/scratch/run"}, "kubernetes": K8S},
@@ -427,9 +433,9 @@ def test_a_finding_in_an_embedded_script_names_the_yaml_files_line_and_column(
     assert text.splitlines()[line - 1][col - 1:].startswith(needle[skip:])
 
 
-@pytest.mark.parametrize(("executor", "launcher"), [("trainjob", "deepspeed"), ("jobset", "deepspeed"),
-                                                    ("pytorchjob", "torchrun")])
-def test_import_reads_the_launcher_back(tmp_path: Path, executor: str, launcher: str) -> None:
+@pytest.mark.parametrize(("executor", "launcher", "scheduler"), [
+    ("trainjob", "deepspeed", "default"), ("jobset", "deepspeed", "default"), ("pytorchjob", "torchrun", "volcano")])
+def test_import_reads_the_launcher_back(tmp_path: Path, executor: str, launcher: str, scheduler: str) -> None:
     """import of a generated file gives the spec's executor and launcher back (the
     deepspeed-distributed runtime's mpirun: the DeepSpeed launcher), and that spec generates the
     same job."""
@@ -440,7 +446,8 @@ def test_import_reads_the_launcher_back(tmp_path: Path, executor: str, launcher:
 
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec_dict(framework="megatron-deepspeed", checkpoint={"dir": "/ckpt/run"},
-                                             launch={"executor": executor, "launcher": launcher}, kubernetes=K8S)))
+                                             launch={"executor": executor, "launcher": launcher},
+                                             kubernetes={**K8S, "scheduler": scheduler, "queue": "team-a"})))
     runner = CliRunner()
     assert runner.invoke(app, ["generate", str(path), "--out", str(tmp_path / "out")]).exit_code == 0
     file = executor_of(executor).file
@@ -449,6 +456,8 @@ def test_import_reads_the_launcher_back(tmp_path: Path, executor: str, launcher:
     assert result.exit_code == 0, result.output
     launch = yaml.safe_load(back.read_text())["launch"]
     assert (launch["executor"], launch.get("launcher", "torchrun")) == (executor, launcher)
+    kubernetes = yaml.safe_load(back.read_text())["kubernetes"]
+    assert (kubernetes.get("scheduler", "default"), kubernetes["queue"]) == (scheduler, "team-a")
     assert runner.invoke(app, ["generate", str(back), "--out", str(tmp_path / "again")]).exit_code == 0
     body = [yaml.safe_load_all((tmp_path / folder / file).read_text()) for folder in ("out", "again")]
     assert list(body[0])[1]["spec"] == list(body[1])[1]["spec"]

@@ -253,3 +253,21 @@ def test_a_trainjob_with_the_deepspeed_launcher_is_on_the_deepspeed_runtime(tmp_
         assert {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]} >= {"/etc/gen-launch", "/dev/shm",
                                                                                  "/ckpt"}
     assert "&id" not in files["trainjob.yaml"]  # each patch written out, no YAML aliases
+
+
+def test_volcano_gang_schedules_a_pytorchjob(tmp_path: Path) -> None:
+    """kubernetes.scheduler volcano on a PyTorchJob: every pod's schedulerName is volcano and
+    runPolicy.schedulingPolicy asks for all pods at once in Volcano's queue; the job validates
+    against the CRD and its pods with kubernetes-validate; the Kueue label is not written."""
+    kubernetes_validate = require_oracle("kubernetes_validate")
+    files = files_of(tmp_path, "pytorchjob", kubernetes={**K8S, "scheduler": "volcano"})
+    _, job = documents(files["pytorchjob.yaml"])
+    jsonschema.Draft7Validator(crd_schema("PyTorchJob")).validate(job)
+    assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 2, "queue": "team-a",
+                                                            "priorityClass": "high"}
+    assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
+    for pod in pods_of(job):
+        kubernetes_validate.validate(pod, "1.31", strict=True)
+    specs = [r["template"]["spec"] for r in job["spec"]["pytorchReplicaSpecs"].values()]
+    assert [s["schedulerName"] for s in specs] == ["volcano", "volcano"]
+    assert sum(r["replicas"] for r in job["spec"]["pytorchReplicaSpecs"].values()) == 2  # = minAvailable

@@ -53,9 +53,11 @@ def _kubernetes(read: ExecutorFile, priority: str | None, draft: Draft) -> None:
     job = read.data
     pod, container = _pod(job)
     labels = dig(job, ["metadata", "labels"]) or {}
+    gang = dig(job, ["spec", "runPolicy", "schedulingPolicy"]) or {}  # Volcano's queue (kubernetes.scheduler)
     values: dict[str, Any] = {
         "image": container.get("image"), "namespace": dig(job, ["metadata", "namespace"]),
-        "queue": labels.get(QUEUE_LABEL),
+        "queue": labels.get(QUEUE_LABEL) or gang.get("queue"),
+        "scheduler": pod.get("schedulerName"),
         "priority_class": labels.get(PRIORITY_LABEL) if priority == "label" else pod.get("priorityClassName"),
         "service_account": pod.get("serviceAccountName"),
         "image_pull_secrets": [s.get("name") for s in pod.get("imagePullSecrets") or ()

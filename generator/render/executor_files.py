@@ -46,7 +46,7 @@ def _metadata(plan: Plan, name: str, labels: dict[str, str] | None = None) -> di
 def _job_labels(plan: Plan, executor: Executor) -> dict[str, str]:
     k = plan.spec.kubernetes
     labels = {}
-    if k.queue is not None:
+    if k.queue is not None and k.scheduler == "default":  # Volcano's queue is in its policy
         labels[QUEUE_LABEL] = k.queue
     if k.priority_class is not None and executor.priority == "label":
         labels[PRIORITY_LABEL] = k.priority_class
@@ -97,7 +97,23 @@ def _scheduling(plan: Plan, executor: Executor) -> dict[str, Any]:
         out["imagePullSecrets"] = [{"name": s} for s in k.image_pull_secrets]
     if k.priority_class is not None and executor.priority == "pod":
         out["priorityClassName"] = k.priority_class
+    if k.scheduler != "default":
+        out["schedulerName"] = k.scheduler
     return out
+
+
+def _gang(plan: Plan, executor: Executor) -> dict[str, Any]:
+    """The gang-scheduling policy of kubernetes.scheduler (a PyTorchJob's schedulingPolicy): all
+    pods placed at once, in the scheduler's queue and priority; {} with the default scheduler."""
+    k = plan.spec.kubernetes
+    if executor.gang_policy(k.scheduler) is None:
+        return {}
+    policy: dict[str, Any] = {"minAvailable": plan.spec.cluster.nodes}
+    if k.queue is not None:
+        policy["queue"] = k.queue
+    if k.priority_class is not None:
+        policy["priorityClass"] = k.priority_class
+    return policy
 
 
 def _toleration(t) -> dict[str, Any]:
@@ -153,6 +169,9 @@ def _pytorchjob(plan: Plan, executor: Executor) -> dict[str, Any]:
     run_policy: dict[str, Any] = {"backoffLimit": plan.spec.kubernetes.max_restarts}
     if deadline_seconds(plan) is not None:
         run_policy["activeDeadlineSeconds"] = deadline_seconds(plan)
+    gang = _gang(plan, executor)
+    if gang:  # executors.yaml: schedulers.volcano.gang
+        run_policy[executor.gang_policy(plan.spec.kubernetes.scheduler).split(".")[-1]] = gang
     replicas = {"Master": 1, "Worker": plan.spec.cluster.nodes - 1}
     return {"nprocPerNode": str(plan.procs_per_node), "runPolicy": run_policy,
             "pytorchReplicaSpecs": {

@@ -540,6 +540,11 @@ def _executor(name: str, at: At) -> str:
         raise UserError(f"$.name: {job!r} names the {record.title}; {problem}", at.doc.locate(["name"]))
     if record.volumes is not None:
         _checkpoint_on_a_volume(name, record.volumes, at)
+    scheduler = at.setting("kubernetes", "scheduler") or "default"
+    why = record.scheduler_refused(scheduler) if record.kubernetes else None
+    if why is not None:
+        raise UserError(f"$.kubernetes.scheduler: {scheduler} with launch.executor {name}: {why}",
+                        at.doc.locate(["kubernetes", "scheduler"]))
     return name
 
 
@@ -642,6 +647,7 @@ class Kubernetes:
     shm_size: str | None
     time: str | None
     max_restarts: int
+    scheduler: str  # default | volcano (executors.yaml: schedulers)
 
 
 @value
