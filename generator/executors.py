@@ -38,6 +38,7 @@ class Mpi:
     master: str  # the master's hostname ({job}): the launcher pod, the hostfile's first host
     rank_env: tuple[tuple[str, str], ...]  # (torch.distributed's variable, mpirun's variable)
     injects: str
+    pod_name: str  # the launcher pod's name ({job}), a DNS-1035 label of at most 63 characters
 
 
 @value
@@ -79,11 +80,16 @@ class Executor:
         """Where the job asks ``scheduler`` to place all its pods at once (a path in its spec)."""
         return next((s[1] for s in self.schedulers if s[0] == scheduler), None)
 
-    def name_problem(self, job: str, nodes: int) -> str | None:
-        """Why ``job`` cannot name this executor's job of ``nodes`` pods (None: it can)."""
+    def name_problem(self, job: str, nodes: int, launcher: str | None = None) -> str | None:
+        """Why ``job`` cannot name this executor's job of ``nodes`` pods (None: it can); an MPI
+        runtime's launcher pod counts too."""
         if self.pod_name is None:
             return None
-        longest = self.pod_name.format(job=job, last=nodes - 1)
+        mpi = self.mpi_for(launcher) if launcher else None
+        names = [self.pod_name.format(job=job, last=nodes - 1)]
+        if mpi is not None:
+            names.append(mpi.pod_name.format(job=job))
+        longest = max(names, key=len)
         if not _DNS_1035.match(job):
             return ("a Kubernetes name is a DNS-1035 label: lower-case letters, digits and '-', starting "
                     "with a letter")
@@ -133,7 +139,7 @@ def executors() -> dict[str, Executor]:
 
 def _mpi(t: dict) -> Mpi:
     return Mpi(tuple(t["launchers"]), t["runtime"], t["hostfile"], t["master"], tuple(t["rank_env"].items()),
-               " ".join(t["injects"].split()))
+               " ".join(t["injects"].split()), t["pod_name"])
 
 
 def executor_of(name: str) -> Executor:

@@ -71,6 +71,10 @@ def test_the_kubernetes_section_is_typed(tmp_path: Path) -> None:
       "kubernetes": K8S},
      r"\$.name: 'a-name-long.*' names the JobSet; its longest pod name .*-node-0-1-abcde has 81 characters, more "
      r"than 63; use at most 48"),
+    ({"name": "a-name-of-forty-five-characters-for-the-mpi45", "framework": "megatron-deepspeed",
+      "launch": {"executor": "trainjob", "launcher": "deepspeed"}, "kubernetes": K8S},
+     r"names the Kubeflow Trainer v2 TrainJob; its longest pod name a-name.*-launcher-0-0-abcde has 64 "
+     r"characters, more than 63; use at most 44"),
     ({"launch": {"executor": "skypilot"}},
      r"\$.launch.executor: skypilot asks SkyPilot for the GPUs by its name of them; give "
      r"skypilot.accelerator, e.g. skypilot: \{accelerator: H100\}"),
@@ -315,8 +319,9 @@ def test_the_mpi_launch_gives_every_rank_the_plans_world(tmp_path: Path) -> None
     processes per host; each rank's shell, given what OpenMPI gives a rank (OMPI_COMM_WORLD_RANK,
     _SIZE, _LOCAL_RANK), hands the program RANK, WORLD_SIZE, LOCAL_RANK and the master, the
     variables DeepSpeed's and Megatron's env:// initialisation read; a world of another size is
-    refused. An mpirun on PATH records its words and runs the rank's command for each rank
-    (the real mpirun: tests/test_executors_e2e.py)."""
+    refused. Hostile extra words and launch.env values reach each rank literally. An mpirun on
+    PATH records its words and runs the rank's command for the first and last rank (the real
+    mpirun: tests/test_executors_e2e.py)."""
     import json
     import subprocess
     import sys
@@ -324,8 +329,9 @@ def test_the_mpi_launch_gives_every_rank_the_plans_world(tmp_path: Path) -> None
     import yaml
 
     plan = resolve_spec(load(tmp_path, framework="megatron-deepspeed",
-                             launch={"executor": "trainjob", "launcher": "deepspeed"}, kubernetes=K8S,
-                             checkpoint={"dir": "/ckpt/run"}))
+                             launch={"executor": "trainjob", "launcher": "deepspeed", "extra_args": HOSTILE,
+                                     "check_extra_args": False, "env": {"WEIRD": "it's \"quoted\""}},
+                             kubernetes=K8S, checkpoint={"dir": "/ckpt/run"}))
     configmap = list(yaml.safe_load_all(render_all(plan)["trainjob.yaml"]))[0]["data"]
     pod, bin_dir = tmp_path / "pod", tmp_path / "bin"
     pod.mkdir()
@@ -339,19 +345,23 @@ def test_the_mpi_launch_gives_every_rank_the_plans_world(tmp_path: Path) -> None
         "size = int(os.environ.get('FAKE_SIZE', n))\n"
         "for rank in (0, n - 1):\n"
         "    env = {x: os.environ[x] for x in [argv[i + 1] for i, w in enumerate(argv) if w == '-x']}\n"
+        "    env['HOSTILE'] = os.environ['HOSTILE']\n"
         "    env.update(OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE=str(size),\n"
         "               OMPI_COMM_WORLD_LOCAL_RANK=str(rank % per))\n"
         "    subprocess.run(argv[k:], env=env, check=True)\n"
         "print(json.dumps({'mpirun': argv[:k]}))\n")
-    (bin_dir / "python").write_text(f"#!{sys.executable}\nimport json, os\n"
+    (bin_dir / "python").write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                                    "assert sys.argv[-6:] == json.loads(os.environ['HOSTILE']), sys.argv\n"
+                                    "assert os.environ['WEIRD'] == 'it\\'s \"quoted\"', os.environ['WEIRD']\n"
                                     "print(json.dumps({k: os.environ.get(k) for k in ('RANK', 'WORLD_SIZE', "
                                     "'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT')}))\n")
     for tool in ("mpirun", "python"):
         (bin_dir / tool).chmod(0o755)
-    path = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
-    proc = subprocess.run(["bash", str(pod / "launch.sh")], env=path, capture_output=True, text=True, check=False)
+    path = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOSTILE": json.dumps(HOSTILE)}
+    proc = subprocess.run(["bash", str(pod / "launch.sh")], cwd=tmp_path, env=path, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     *ranks, mpirun = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert not (tmp_path / "pwned").exists()  # the extra words reach the program as they are, run by nothing
     words = mpirun["mpirun"]
     assert words[:6] == ["--hostfile", str(tmp_path / "hostfile"), "-n", "16", "--npernode", "8"]
     assert ranks == [{"RANK": "0", "WORLD_SIZE": "16", "LOCAL_RANK": "0", "MASTER_ADDR": "t-launcher-0-0.t",

@@ -535,7 +535,7 @@ def _executor(name: str, at: At) -> str:
         raise UserError(f"$.launch.executor: {name} {need.why}; give {need.setting}, e.g. {need.example}",
                         at.locate())
     job = at.setting("name")
-    problem = record.name_problem(job, at.setting("cluster", "nodes"))
+    problem = record.name_problem(job, at.setting("cluster", "nodes"), launcher)
     if problem is not None:
         raise UserError(f"$.name: {job!r} names the {record.title}; {problem}", at.doc.locate(["name"]))
     if record.volumes is not None:
