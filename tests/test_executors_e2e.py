@@ -5,7 +5,9 @@ sets, running the file's own container command with the real launcher — torchr
 launcher (--no_ssh, one per pod) or accelerate launch — and the CPU stand-in for Megatron's loop
 (tests/oracle/ckpt_train.py) or for a Trainer entry point (tests/oracle/trainer_ckpt_train.py):
 both ranks meet, train and save to the shared checkpoint folder; killed after a save, the
-restarted pods resume from that checkpoint.
+restarted pods resume from that checkpoint. A TrainJob with the DeepSpeed launcher (the
+deepspeed-distributed runtime) runs its launcher pod's command under real OpenMPI mpirun, ssh to
+the node pods standing in as a local agent (openmpi-bin: skipped locally without it, failed in CI).
 
 The emulation, and only it: the ConfigMap's files are written to a folder that stands for its
 mount (the command's /etc/gen-launch/ path is that folder); a claim's mount path is a real
