@@ -12,6 +12,7 @@ from generator.estimate.performance import COMPILE_SPEEDUP
 from generator.estimate.plan import UNCALIBRATED, layout_of, shape_of, usable_memory_gib
 from generator.executors import POD_SCRIPT, executor_of
 from generator.plan.plan import Plan
+from generator.render.executor_files import launch_summary
 from generator.spec.architecture import architecture_line
 from generator.units import human
 
@@ -296,13 +297,12 @@ def _launch_lines(plan: Plan) -> list[str]:
             f"{s.cluster.gpu}"
     if record.style == "sbatch":  # the Slurm job: the layout and the allocations say it
         return []
-    runtime = f" on runtime {record.runtime}" if record.runtime else ""
-    rendezvous = ("torchrun reads the rendezvous the executor injects (PET_*)" if not record.rendezvous else
-                  "torchrun's rendezvous spelled in it (" + ", ".join(record.rendezvous) + ")")
+    said = launch_summary(plan)
+    runtime = f" on runtime {said['runtime']}" if said["runtime"] else ""
     return ["", "Launch",
             f"  {record.file}: {record.title}{runtime}, {nodes}",
-            f"  each runs {POD_SCRIPT} ({plan.procs_per_node} processes per node, {plan.world_size} in all): "
-            f"{rendezvous}",
+            f"  each runs {POD_SCRIPT} ({plan.procs_per_node} processes per node, {plan.world_size} in all), "
+            f"started by {said['launcher']}: {said['rendezvous']}",
             f"  restarts: {record.restarts}" + ("" if s.checkpoint.dir is not None else _NOTHING_SAVED)]
 
 

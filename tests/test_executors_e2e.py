@@ -1,9 +1,13 @@
 """End to end on this machine: the two pods of each executor as two local process groups, each
 given exactly the environment its operator (or SkyPilot) injects for its rank, as
 shared/reference/executors/EXECUTORS.md records it, and the container environment the file
-sets, running the file's own container command with the real torchrun and the CPU stand-in for
-Megatron's loop (tests/oracle/ckpt_train.py): both ranks meet, train and save to the shared
-checkpoint folder; killed after a save, the restarted pods resume from that checkpoint.
+sets, running the file's own container command with the real launcher — torchrun, the DeepSpeed
+launcher (--no_ssh, one per pod) or accelerate launch — and the CPU stand-in for Megatron's loop
+(tests/oracle/ckpt_train.py) or for a Trainer entry point (tests/oracle/trainer_ckpt_train.py):
+both ranks meet, train and save to the shared checkpoint folder; killed after a save, the
+restarted pods resume from that checkpoint. A TrainJob with the DeepSpeed launcher (the
+deepspeed-distributed runtime) runs its launcher pod's command under real OpenMPI mpirun, ssh to
+the node pods standing in as a local agent (openmpi-bin: skipped locally without it, failed in CI).
 
 The emulation, and only it: the ConfigMap's files are written to a folder that stands for its
 mount (the command's /etc/gen-launch/ path is that folder); a claim's mount path is a real
@@ -17,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,11 +42,19 @@ from .conftest import ROOT, require_oracle
 
 NODES, ITERS, INTERVAL = 2, 6, 3
 STANDIN = ROOT / "tests" / "oracle" / "ckpt_train.py"
+TRAINER_STANDIN = ROOT / "tests" / "oracle" / "trainer_ckpt_train.py"
+# (executor, launcher): torchrun on every executor; the DeepSpeed launcher and accelerate launch
+# on a Kubernetes executor of each kind of rendezvous (injected, spelled) and on SkyPilot
+RUNS = [("trainjob", "torchrun"), ("pytorchjob", "torchrun"), ("jobset", "torchrun"), ("skypilot", "torchrun"),
+        ("pytorchjob", "deepspeed"), ("jobset", "deepspeed"), ("skypilot", "deepspeed"),
+        ("trainjob", "accelerate"), ("jobset", "accelerate"), ("skypilot", "accelerate")]
 
 
-def spec(tmp_path: Path, executor: str) -> dict:
+def spec(tmp_path: Path, executor: str, launcher: str = "torchrun") -> dict:
+    """Megatron-LM's arguments for torchrun and the DeepSpeed launcher; accelerate launch starts
+    an FSDP run (Trainer arguments), as it does no Megatron-LM run."""
     ckpt = tmp_path / "claim"
-    return {
+    data = {
         "name": f"e2e-{executor}", "framework": "megatron-lm",
         "cluster": {"nodes": NODES, "gpus_per_node": 1, "gpu": "cpu"},
         "model": {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 128,
@@ -49,11 +63,25 @@ def spec(tmp_path: Path, executor: str) -> dict:
         "batch": {"micro_batch_size": 1, "gradient_accumulation_steps": 1},
         "training": {"train_iters": ITERS, "lr": 1.0e-3, "warmup": {"iters": 1}, "precision": "fp32"},
         "checkpoint": {"dir": str(ckpt / "run"), "interval": INTERVAL},
-        "launch": {"executor": executor, "entrypoint": str(STANDIN),
+        "launch": {"executor": executor, "launcher": launcher, "entrypoint": str(STANDIN),
                    "env": {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
                            "GEN_LAUNCH_STANDIN_STEP_S": "0.4"}},
         "kubernetes": {"image": "local", "volumes": [{"claim": "ckpt", "mount_path": str(ckpt)}]},
     }
+    if launcher == "accelerate":
+        data.update(framework="fsdp", parallelism={"zero_stage": 3})
+        data["launch"]["entrypoint"] = str(TRAINER_STANDIN)
+    return data
+
+
+def saved(run: Path) -> int:
+    """The step of the last checkpoint in ``run``: Megatron's tracker file, the Trainer's
+    newest checkpoint-N folder; 0 without one."""
+    tracker = run / "latest_checkpointed_iteration.txt"
+    if tracker.exists():
+        return int(tracker.read_text().strip() or 0)
+    steps = [int(m.group(1)) for p in run.glob("checkpoint-*") if (m := re.fullmatch(r"checkpoint-(\d+)", p.name))]
+    return max(steps, default=0)
 
 
 def free_port() -> int:
@@ -159,34 +187,106 @@ def kill(procs: list[subprocess.Popen]) -> None:
         p.wait()
 
 
-@pytest.mark.parametrize("executor", ["trainjob", "pytorchjob", "jobset", "skypilot"])
-def test_the_pods_meet_train_save_and_resume(tmp_path: Path, executor: str) -> None:
+@pytest.mark.parametrize(("executor", "launcher"), RUNS, ids=[f"{e}-{lr}" for e, lr in RUNS])
+def test_the_pods_meet_train_save_and_resume(tmp_path: Path, executor: str, launcher: str) -> None:
     require_oracle("torch")  # torchrun and the stand-in's gloo process group
+    if launcher != "torchrun":
+        require_oracle(launcher)
     path = tmp_path / "spec.yaml"
-    data = spec(tmp_path, executor)
+    data = spec(tmp_path, executor, launcher)
     if executor == "skypilot":  # the claim stands for a bucket the nodes mount
         data.pop("kubernetes")
         data["skypilot"] = {"buckets": {str(tmp_path / "claim"): "s3://e2e-bucket/ckpt"}}
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     files = render_all(resolve(load_spec(path)))
     pods = pod_commands(executor, files, tmp_path, free_port())
-    tracker = tmp_path / "claim" / "run" / "latest_checkpointed_iteration.txt"
+    run = tmp_path / "claim" / "run"
     first = start(pods, tmp_path, 0)
     deadline = time.monotonic() + 180
-    while not (tracker.exists() and tracker.read_text().strip()) and time.monotonic() < deadline:
+    while not saved(run) and time.monotonic() < deadline:
         if all(p.poll() is not None for p in first):
             break
         time.sleep(0.05)
     kill(first)  # a pod failure after the first save: every pod starts again
     logs = "\n".join(f.read_text() for f in sorted(tmp_path.glob("pod-*-0.log")))
-    assert tracker.exists() and int(tracker.read_text()) == INTERVAL, logs[-3000:]
+    assert saved(run) == INTERVAL, logs[-3000:]
     second = start(pods, tmp_path, 1)
     codes = wait_all(second)
     logs = "\n".join(f.read_text() for f in sorted(tmp_path.glob("pod-*-1.log")))
     assert codes == [0, 0], logs[-3000:]
-    progress = [json.loads(line) for line in (tmp_path / "claim" / "run" / "progress.jsonl").read_text().splitlines()]
+    progress = [json.loads(line) for line in (run / "progress.jsonl").read_text().splitlines()]
     assert [(p["start"], p["end"], p["exit"]) for p in progress] == [(INTERVAL, ITERS, "done")]
-    assert int(tracker.read_text()) == ITERS
+    assert progress[0].get("world", NODES) == NODES  # the Trainer stand-in reports its world
+    assert saved(run) == ITERS
+
+
+FAKE_SSH = """#!/bin/bash
+# ssh to a node pod, emulated: the ssh options dropped, the command run here with the pod's own
+# /tmp (OpenMPI's session folders: two pods on one machine would share them)
+while [[ "$1" == -* ]]; do shift; [[ "$1" != -* ]] && shift; done
+TMPDIR="${PODS_TMP}/$1"
+mkdir -p "${TMPDIR}"
+export TMPDIR
+shift
+exec bash -c "$*"
+"""
+
+
+def test_the_deepspeed_runtime_launcher_pod_starts_the_plans_world_with_mpirun(tmp_path: Path) -> None:
+    """A TrainJob with the DeepSpeed launcher, on the deepspeed-distributed runtime: the launcher
+    pod runs the file's command with the environment the MPI plugin injects (OMPI_MCA_*, the
+    hostfile of the launcher pod and the node pods, one slot each); real OpenMPI's mpirun starts
+    the ranks over "ssh" (a stand-in that runs the command here: the pods' sshd is what cannot run
+    on one machine), each rank takes RANK/WORLD_SIZE/LOCAL_RANK from mpirun's OMPI_COMM_WORLD_*,
+    the ranks meet, train, save, and a restarted launcher resumes from the checkpoint."""
+    require_oracle("torch")
+    if shutil.which("mpirun") is None:  # .ci/run installs openmpi-bin
+        if os.environ.get("CI"):
+            pytest.fail("mpirun is required in CI (apt-get install openmpi-bin)")
+        pytest.skip("mpirun not installed (apt-get install openmpi-bin)")
+    path = tmp_path / "spec.yaml"
+    data = spec(tmp_path, "trainjob", "deepspeed")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    files = render_all(resolve(load_spec(path)))
+    configmap, job = yaml.safe_load_all(files["trainjob.yaml"])
+    assert job["spec"]["runtimeRef"]["name"] == "deepspeed-distributed"
+    mount, etc = tmp_path / "configmap", tmp_path / "etc-mpi"
+    mount.mkdir()
+    etc.mkdir()
+    port = free_port()
+    for name, text in configmap["data"].items():  # the master's hostname cannot resolve here
+        (mount / name).write_text(text.replace("MASTER_ADDR=e2e-trainjob-launcher-0-0.e2e-trainjob",
+                                               "MASTER_ADDR=127.0.0.1").replace("MASTER_PORT=29500",
+                                                                                f"MASTER_PORT={port}"))
+    hostfile = etc / "hostfile"  # the operator's: the launcher pod, then the node pods
+    hostfile.write_text("e2e-trainjob-launcher-0-0.e2e-trainjob slots=1\ne2e-trainjob-node-0-0.e2e-trainjob slots=1\n")
+    for name in configmap["data"]:
+        (mount / name).write_text((mount / name).read_text().replace("/etc/mpi/hostfile", str(hostfile)))
+    ssh = tmp_path / "ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    command = [w.replace(MOUNT, str(mount)) for w in job["spec"]["trainer"]["command"]]
+    env = {"OMPI_MCA_orte_default_hostfile": str(hostfile), "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+           "OMPI_MCA_orte_set_default_slots": "1", "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+           "OMPI_MCA_plm_rsh_agent": str(ssh), "PODS_TMP": str(tmp_path / "pods-tmp"),
+           "TMPDIR": str(tmp_path / "pods-tmp" / "launcher")}
+    (tmp_path / "pods-tmp" / "launcher").mkdir(parents=True)
+    if os.geteuid() == 0:  # the runtime runs as uid 1000; mpirun refuses root unless told
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    pods = [(command, env)]
+    run = tmp_path / "claim" / "run"
+    first = start(pods, tmp_path, 0)
+    deadline = time.monotonic() + 180
+    while not saved(run) and time.monotonic() < deadline and first[0].poll() is None:
+        time.sleep(0.05)
+    kill(first)
+    log = (tmp_path / "pod-0-0.log").read_text()
+    assert saved(run) == INTERVAL, log[-3000:]
+    second = start(pods, tmp_path, 1)
+    log = (tmp_path / "pod-0-1.log").read_text
+    assert wait_all(second) == [0], log()[-3000:]
+    progress = [json.loads(line) for line in (run / "progress.jsonl").read_text().splitlines()]
+    assert [(p["start"], p["end"], p["exit"]) for p in progress] == [(INTERVAL, ITERS, "done")], log()[-3000:]
 
 
 def test_a_pod_in_a_job_of_another_size_refuses_to_start(tmp_path: Path) -> None:

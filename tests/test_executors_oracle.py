@@ -230,3 +230,44 @@ def test_the_samples_validate(sample: Path, tmp_path: Path) -> None:
     assert cel_problems(job) == []
     for obj in [configmap, *pods_of(job)]:
         kv.validate(obj, "1.31", strict=True)
+
+
+def test_a_trainjob_with_the_deepspeed_launcher_is_on_the_deepspeed_runtime(tmp_path: Path) -> None:
+    """The DeepSpeed launcher's TrainJob names the deepspeed-distributed runtime, validates against
+    the CRD, and patches the mounts into both of that runtime's replicated jobs (the launcher pod
+    runs mpirun, the node pods the ranks), each by a job and container the runtime has."""
+    files = files_of(tmp_path, "trainjob", framework="megatron-deepspeed",
+                     launch={"executor": "trainjob", "launcher": "deepspeed"})
+    _, job = documents(files["trainjob.yaml"])
+    jsonschema.Draft7Validator(crd_schema("TrainJob")).validate(job)
+    assert cel_problems(job) == [] and job["spec"]["runtimeRef"] == {"name": "deepspeed-distributed"}
+    runtime = yaml.safe_load((REFERENCE / "runtimes" / "deepspeed_distributed.yaml").read_text())
+    assert runtime["metadata"]["name"] == "deepspeed-distributed"
+    containers = {r["name"]: {c["name"] for c in r["template"]["spec"]["template"]["spec"]["containers"]}
+                  for r in runtime["spec"]["template"]["spec"]["replicatedJobs"]}
+    patched = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert [r["name"] for r in patched] == ["launcher", "node"]
+    for r in patched:
+        pod = r["template"]["spec"]["template"]["spec"]
+        assert {c["name"] for c in pod["containers"]} <= containers[r["name"]]
+        assert {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]} >= {"/etc/gen-launch", "/dev/shm",
+                                                                                 "/ckpt"}
+    assert "&id" not in files["trainjob.yaml"]  # each patch written out, no YAML aliases
+
+
+def test_volcano_gang_schedules_a_pytorchjob(tmp_path: Path) -> None:
+    """kubernetes.scheduler volcano on a PyTorchJob: every pod's schedulerName is volcano and
+    runPolicy.schedulingPolicy asks for all pods at once in Volcano's queue; the job validates
+    against the CRD and its pods with kubernetes-validate; the Kueue label is not written."""
+    kubernetes_validate = require_oracle("kubernetes_validate")
+    files = files_of(tmp_path, "pytorchjob", kubernetes={**K8S, "scheduler": "volcano"})
+    _, job = documents(files["pytorchjob.yaml"])
+    jsonschema.Draft7Validator(crd_schema("PyTorchJob")).validate(job)
+    assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 2, "queue": "team-a",
+                                                            "priorityClass": "high"}
+    assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
+    for pod in pods_of(job):
+        kubernetes_validate.validate(pod, "1.31", strict=True)
+    specs = [r["template"]["spec"] for r in job["spec"]["pytorchReplicaSpecs"].values()]
+    assert [s["schedulerName"] for s in specs] == ["volcano", "volcano"]
+    assert sum(r["replicas"] for r in job["spec"]["pytorchReplicaSpecs"].values()) == 2  # = minAvailable

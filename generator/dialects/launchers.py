@@ -24,6 +24,7 @@ class LauncherOption:
     fact: tuple[str, ...] = ()
     range: bool = False
     ref: str | None = None
+    where: str | None = None  # slurm | pod: written only there (None: both)
 
 
 @value
@@ -37,12 +38,14 @@ class Launcher:
     modules: tuple[str, ...]
     per_node: tuple[LauncherOption, ...]
     options: tuple[LauncherOption, ...]
+    pod_setup: tuple[str, ...] = ()  # shell lines a pod's launch.sh runs before it
 
-    def written(self, framework: str, per_node: bool = False) -> list[str]:
-        """The options launch.sbatch writes for a plan of ``framework``: ``--opt=value`` words."""
+    def written(self, framework: str, per_node: bool = False, where: str = "slurm") -> list[str]:
+        """The options launch.sbatch (``where`` slurm) or a pod's launch.sh (pod) writes for a
+        plan of ``framework``: ``--opt=value`` words."""
         return [o.option if o.shell is None else f"{o.option}={o.shell}"
                 for o in (self.per_node if per_node else self.options)
-                if o.when in (None, framework)]
+                if o.when in (None, framework) and o.where in (None, where)]
 
     def takes_value(self, spelling: str) -> bool:
         """Whether the option takes a value (an option the parser does not define: no)."""
@@ -67,7 +70,7 @@ def launcher(name: str) -> Launcher:
     t = read_yaml(_DIR / "launchers.yaml")[name]
     return Launcher(name, t["title"], catalogue(t["catalogue"]), tuple(t["commands"]),
                     tuple(t.get("modules", ())), tuple(_option(e) for e in t.get("per_node", ())),
-                    tuple(_option(e) for e in t["options"]))
+                    tuple(_option(e) for e in t["options"]), tuple(t.get("pod_setup", ())))
 
 
 @cache

@@ -23,6 +23,10 @@ def read_executor(read: ExecutorFile, draft: Draft) -> None:
     if isinstance(name, str):
         draft.set("name", name)
         draft.marks.pop("name", None)
+    mpi = record.mpi
+    if mpi is not None and dig(read.data, ["spec", "runtimeRef", "name"]) == mpi.runtime:
+        # the runtime's mpirun starts the ranks (read as one process per task): the launcher it stands for
+        draft.set("launch.launcher", mpi.launchers[0])
     if record.kubernetes:
         _kubernetes(read, record.priority, draft)
     else:
@@ -49,9 +53,11 @@ def _kubernetes(read: ExecutorFile, priority: str | None, draft: Draft) -> None:
     job = read.data
     pod, container = _pod(job)
     labels = dig(job, ["metadata", "labels"]) or {}
+    gang = dig(job, ["spec", "runPolicy", "schedulingPolicy"]) or {}  # Volcano's queue (kubernetes.scheduler)
     values: dict[str, Any] = {
         "image": container.get("image"), "namespace": dig(job, ["metadata", "namespace"]),
-        "queue": labels.get(QUEUE_LABEL),
+        "queue": labels.get(QUEUE_LABEL) or gang.get("queue"),
+        "scheduler": pod.get("schedulerName"),
         "priority_class": labels.get(PRIORITY_LABEL) if priority == "label" else pod.get("priorityClassName"),
         "service_account": pod.get("serviceAccountName"),
         "image_pull_secrets": [s.get("name") for s in pod.get("imagePullSecrets") or ()

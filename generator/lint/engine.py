@@ -71,7 +71,7 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
     result = LintResult()
     used_json: set[str] = set()
     context = context or Context()
-    texts, launched_by = _with_mounted_files(texts)
+    texts, launched_by, embedded = _with_mounted_files(texts)
 
     moves: dict[str, tuple[str, ...]] = {}  # script -> the folders it cds into (search_paths)
 
@@ -267,19 +267,39 @@ def lint_texts(texts: dict[str, str], extra=None, context: Context | None = None
             result.findings += _across(alternatives_of[id(run)])
         else:
             result.findings += check_run(run)
+    if embedded:
+        result.findings = [_in_the_yaml(f, embedded) for f in result.findings]
     return result
 
 
-def _with_mounted_files(texts: dict[str, str]) -> tuple[dict[str, str], dict[str, ExecutorFile]]:
-    """The texts with the files each Kubernetes executor's pods mount (its ConfigMaps' keys), and
-    the executor file that runs each script (by the script's name)."""
-    out, launched_by = dict(texts), {}
+def _with_mounted_files(texts: dict[str, str]) -> tuple[dict[str, str], dict[str, ExecutorFile], dict]:
+    """The texts with the files each Kubernetes executor's pods mount (its ConfigMaps' keys), the
+    executor file that runs each script (by the script's name), and where each embedded text
+    lies in its YAML file (by its name)."""
+    out, launched_by, embedded = dict(texts), {}, {}
     for name, text in texts.items():
         if name.endswith((".yaml", ".yml")) and (read := read_executor_file(text, name)) is not None:
             out.update(read.mounted)
+            embedded.update(read.embedded)
             if read.script is not None:
                 launched_by[read.script] = read
-    return out, launched_by
+    return out, launched_by, embedded
+
+
+_PLACE = re.compile(r"^(?P<name>.+?):(?P<line>\d+):(?P<col>\d+)(?: \((?P<note>.*)\))?$")
+
+
+def _in_the_yaml(finding: Finding, embedded: dict) -> Finding:
+    """A finding in a text embedded in a YAML file (a ConfigMap key, a bash -c command, a
+    SkyPilot run) located at the YAML file's own line and column, the embedded text named."""
+    values = []
+    for fact, source in finding.values:
+        m = _PLACE.match(source)
+        if m and m["name"] in embedded:
+            place = embedded[m["name"]].place(int(m["line"]), int(m["col"]))
+            source = place[:-1] + f"; {m['note']})" if m["note"] else place
+        values.append((fact, source))
+    return dataclasses.replace(finding, values=tuple(values))
 
 
 def _copies_of_mounted(texts: dict[str, str], launched_by: dict[str, ExecutorFile]) -> list[str]:

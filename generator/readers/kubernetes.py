@@ -1,7 +1,8 @@
 """An executor's file -> what lint reads in it, as it reads an sbatch script and its companions:
 
 - a Kubernetes file (a TrainJob, PyTorchJob or JobSet, and the ConfigMaps it mounts): the files
-  its pods mount, each ConfigMap key as {"FILE#CONFIGMAP/KEY": text}, and facts for the script
+  its pods mount, each ConfigMap key as {"FILE#CONFIGMAP/KEY": text} (where each lies in the
+  file: ``embedded``, which lint's findings name), and facts for the script
   the container runs: the pods the job starts, the GPUs each asks for, the processes per node
   the job declares (TrainJob numProcPerNode, PyTorchJob nprocPerNode), whether /dev/shm is a
   Memory emptyDir; where the operator injects the node count (PET_NNODES), the launcher's node
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import field
 from typing import Any
 
 import yaml
 
 from generator.rules.registry import Fact
-from generator.values import record
+from generator.values import record, value
 
 _JOBS = {"TrainJob", "PyTorchJob", "JobSet"}
 _GPU = re.compile(r"gpu|Ascend|gaudi", re.I)  # the operators count resources whose name says gpu
@@ -36,6 +38,22 @@ class ExecutorFile:
     mounted: dict[str, str]  # the files the pods mount (ConfigMap keys), by lint name
     script: str | None  # the lint name of the script the container runs (None: not found)
     facts: dict[str, Fact]
+    # where each embedded text lies in the file: lint name -> Embedded (its lines are the file's;
+    # a column in it is the file's column less the scalar's indentation on that line)
+    embedded: dict[str, Embedded] = field(default_factory=dict)
+
+
+@value
+class Embedded:
+    """A text embedded in a YAML file (a ConfigMap key, a command string, a SkyPilot run)."""
+
+    file: str
+    what: str  # what it is, for the finding's note: "ConfigMap NAME, key KEY"
+    columns: tuple[tuple[int, int], ...]  # (file line, columns before the text on it)
+
+    def place(self, line: int, col: int) -> str:
+        """file:line:col in the YAML file of line:col in the embedded text."""
+        return f"{self.file}:{line}:{col + dict(self.columns).get(line, 0)} ({self.what})"
 
 
 def read_executor_file(text: str, file: str) -> ExecutorFile | None:
@@ -47,9 +65,9 @@ def read_executor_file(text: str, file: str) -> ExecutorFile | None:
     docs = [(node, _data(node)) for node in nodes if node is not None]
     jobs = [(n, d) for n, d in docs if isinstance(d, dict) and d.get("kind") in _JOBS]
     if jobs:
-        return _kubernetes(file, docs, *jobs[0])
+        return _kubernetes(file, text, docs, *jobs[0])
     if len(docs) == 1 and isinstance(docs[0][1], dict) and {"run", "num_nodes"} <= docs[0][1].keys():
-        return _skypilot(file, *docs[0])
+        return _skypilot(file, text, *docs[0])
     return None
 
 
@@ -86,18 +104,33 @@ def _child_at(node: yaml.Node | None, path: list) -> yaml.Node | None:
     return node
 
 
-def _texts(node: yaml.Node | None) -> list[tuple[str, str]]:
-    """(key or index, text) of a mapping's or list's string values, each text preceded by blank
-    lines so that its line numbers are the file's (a finding in it names the file's line)."""
+def _texts(node: yaml.Node | None) -> list[tuple[str, str, yaml.Node]]:
+    """(key or index, text, node) of a mapping's or list's string values, each text preceded by
+    blank lines so that its line numbers are the file's (a finding in it names the file's line)."""
     pairs = node.value if isinstance(node, yaml.MappingNode) else \
         [(yaml.ScalarNode("tag:yaml.org,2002:str", str(i)), v) for i, v in enumerate(node.value)] \
         if isinstance(node, yaml.SequenceNode) else []
     out = []
-    for key, value in pairs:
-        if isinstance(value, yaml.ScalarNode) and value.tag.endswith(":str"):
-            block = 1 if value.style in ("|", ">") else 0
-            out.append((key.value, "\n" * (value.start_mark.line + block) + value.value))
+    for key, scalar in pairs:
+        if isinstance(scalar, yaml.ScalarNode) and scalar.tag.endswith(":str"):
+            block = 1 if scalar.style in ("|", ">") else 0
+            out.append((key.value, "\n" * (scalar.start_mark.line + block) + scalar.value, scalar))
     return out
+
+
+def _columns(node: yaml.ScalarNode, source: str) -> tuple[tuple[int, int], ...]:
+    """(file line, columns before the text) for each line of a scalar's text: a block scalar's
+    lines sit at its indentation (its first line's), a one-line plain or quoted scalar after its
+    start and opening quote. Other multi-line flow scalars are folded: their first line only."""
+    lines = source.splitlines()
+    first = node.start_mark.line  # 0-based: the indicator's line for a block scalar
+    if node.style in ("|", ">"):
+        body = [i for i in range(first + 1, min(node.end_mark.line + 1, len(lines))) if lines[i].strip()]
+        if not body:
+            return ()
+        indent = len(lines[body[0]]) - len(lines[body[0]].lstrip(" "))
+        return tuple((i + 1, indent) for i in range(first + 1, node.end_mark.line + 1))
+    return ((first + 1, node.start_mark.column + (1 if node.style in ("'", '"') else 0)),)
 
 
 def dig(data: Any, path: list) -> Any:
@@ -112,14 +145,18 @@ def dig(data: Any, path: list) -> Any:
     return data
 
 
-def _kubernetes(file: str, docs: list, node: yaml.Node, job: dict) -> ExecutorFile:
+def _kubernetes(file: str, source: str, docs: list, node: yaml.Node, job: dict) -> ExecutorFile:
     mounted: dict[str, str] = {}
+    embedded: dict[str, Embedded] = {}
     mounts: dict[str, str] = {}  # ConfigMap name -> its lint folder
     for doc, data in docs:
         if isinstance(data, dict) and data.get("kind") == "ConfigMap":
             name = str(dig(data, ["metadata", "name"]) or "configmap")
             mounts[name] = f"{file}#{name}"
-            mounted.update({f"{file}#{name}/{key}": text for key, text in _texts(_child(doc, "data"))})
+            for key, text, scalar in _texts(_child(doc, "data")):
+                mounted[f"{file}#{name}/{key}"] = text
+                embedded[f"{file}#{name}/{key}"] = Embedded(file, f"ConfigMap {name}, key {key}",
+                                                            _columns(scalar, source))
     kind = job["kind"]
     pods, procs, pod_paths, container_path = _shape(kind, job)
     facts: dict[str, Fact] = {"executor_kind": Fact(kind, _where(file, node, ["kind"]))}
@@ -141,10 +178,14 @@ def _kubernetes(file: str, docs: list, node: yaml.Node, job: dict) -> ExecutorFi
         script = f"{file}#command"
         texts = _texts(_child(_child_at(node, container_path), "command"))
         mounted[script] = texts[2][1] if len(texts) == 3 else inline[2]
+        if len(texts) == 3:
+            embedded[script] = Embedded(file, "the container's bash -c command",
+                                        _columns(texts[2][2], source))
     if script is not None and kind in ("TrainJob", "PyTorchJob"):  # PET_NNODES, PET_NPROC_PER_NODE
         facts["injected_nodes"] = facts.get("pods")
         facts["injected_procs"] = facts.get("pod_procs")
-    return ExecutorFile(file, kind, job, mounted, script, {k: v for k, v in facts.items() if v is not None})
+    return ExecutorFile(file, kind, job, mounted, script, {k: v for k, v in facts.items() if v is not None},
+                        embedded)
 
 
 def _shape(kind: str, job: dict) -> tuple:
@@ -202,7 +243,7 @@ def _script(job: dict, container_path: list, mounts: dict[str, str], pod_paths: 
     return None
 
 
-def _skypilot(file: str, node: yaml.Node, task: dict) -> ExecutorFile:
+def _skypilot(file: str, source: str, node: yaml.Node, task: dict) -> ExecutorFile:
     facts: dict[str, Fact] = {"executor_kind": Fact("SkyPilot task", _where(file, node, ["run"]))}
     if isinstance(task.get("num_nodes"), int):
         facts["pods"] = Fact(task["num_nodes"], _where(file, node, ["num_nodes"]))
@@ -220,4 +261,9 @@ def _skypilot(file: str, node: yaml.Node, task: dict) -> ExecutorFile:
         if folder in mounts:
             script = posixpath.normpath(posixpath.join(posixpath.dirname(file), mounts[folder], key))
             return ExecutorFile(file, "SkyPilot task", task, {}, script, facts)
+    scalar = _child(node, "run")
+    if isinstance(scalar, yaml.ScalarNode) and scalar.tag.endswith(":str"):  # lines and columns the file's
+        run = "\n" * (scalar.start_mark.line + (1 if scalar.style in ("|", ">") else 0)) + scalar.value
+        return ExecutorFile(file, "SkyPilot task", task, {script: run}, script, facts,
+                            {script: Embedded(file, "the task's run", _columns(scalar, source))})
     return ExecutorFile(file, "SkyPilot task", task, {script: run}, script, facts)

@@ -36,6 +36,7 @@ _COUNTS = {"tp", "pp", "cp", "ep", "etp", "vpp", "micro_batch_size", "global_bat
            "moe_router_num_groups", "moe_router_group_topk"}
 # launchers of training jobs that lint does not read (their own CLIs and config formats): a
 # script that starts one is counted as skipped, with its name, never as checked and clean
+_MPI = ("mpirun", "mpiexec")  # start one process per rank, as srun does
 UNREAD_LAUNCHERS = {"colossalai", "mpirun", "mpiexec", "composer", "tune", "swift", "xtuner", "torchx",
                     "ray", "sky", "lightning", "fairseq-train", "tuna", "oobleck"}
 
@@ -378,7 +379,10 @@ class _Reader:
             self.launcher(started, rest, words)
         elif python or (rest[0].text or "").endswith(".py"):
             entry = k if python else 0
-            self.fact("launcher", "srun" if "srun_line" in self.out.facts else "python", rest[0])
+            # one process per task, started by srun, or by mpirun through a per-rank shell (bash -c)
+            unread = self.out.facts.get("unread_launcher")
+            per_task = "srun_line" in self.out.facts or (unread is not None and unread.value in _MPI)
+            self.fact("launcher", "srun" if per_task else "python", rest[0])
             if python:
                 self.fact("python", rest[0].text, rest[0])
             self.entry_args(rest[entry + 1:], rest[min(entry, len(rest) - 1)])

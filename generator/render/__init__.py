@@ -38,7 +38,7 @@ from generator.plan.values import (
     megatron_values,
     trainer_values,
 )
-from generator.render.executor_files import SCRIPT, kubernetes_objects, sky_task, to_yaml
+from generator.render.executor_files import SCRIPT, kubernetes_objects, launch_summary, sky_task, to_yaml
 from generator.resources import cache_dir, data_dir, private_dir
 from generator.shell import shq
 
@@ -164,21 +164,41 @@ def render(plan: Plan, target: str) -> str:
 
 
 def render_plan_json(plan: Plan) -> str:
-    return json.dumps({"header": header(plan), **plan.to_json()}, indent=2,
+    return json.dumps({"header": header(plan), **plan.to_json(), "executor": launch_summary(plan)}, indent=2,
                       ensure_ascii=False) + "\n"
 
 
 def pod_script(plan: Plan) -> str:
-    """launch.sh: the launcher a pod or SkyPilot node runs, with the executor's rendezvous."""
+    """launch.sh: the launcher a pod or SkyPilot node runs, with the executor's node rank and
+    rendezvous (or, on an MPI runtime, mpirun on the launcher pod and the program as each rank)."""
     record = executor_of(plan.spec.launch.executor)
     name = plan.spec.launch.launcher
-    sizes = [f"{o.option}={o.shell}" for o in launcher(name).options if o.fact]
-    said = ("the rendezvous is the one the executor injects (PET_* variables, which torchrun reads)"
-            if not record.rendezvous else "the rendezvous is spelled below")
+    started = launcher(name)
+    mpi = record.mpi_for(name)
+    words = [*started.written(plan.framework, per_node=True, where="pod"),
+             *started.written(plan.framework, where="pod")]
     return _environment().get_template(POD_SCRIPT).render(
         plan=plan, spec=plan.spec, header=header(plan), plan_line=plan_line(plan), executor=record,
-        how=textwrap.wrap(f"{record.title}: {record.description}", 98), sizes=sizes, rendezvous_said=said,
+        how=textwrap.wrap(f"{record.title}: {record.description}", 98), launcher=started, words=words,
+        mpi=mpi, mpi_master=mpi.master.format(job=plan.spec.name) if mpi else None, **_mpi_rank(plan, mpi),
+        injects=textwrap.wrap(f"This node's rank and the rendezvous: {record.injects}.", 98),
         entry_arguments=entry_point_arguments(plan.spec))
+
+
+def _mpi_rank(plan: Plan, mpi) -> dict[str, Any]:
+    """What mpirun forwards to each rank (-x: the plan's sizes, the rendezvous, launch.env) and
+    the rank's shell: the world mpirun started checked against the plan, torch.distributed's
+    variables from mpirun's (executors.yaml, mpi.rank_env)."""
+    if mpi is None:
+        return {}
+    names = ["PATH", "NODES", "PROCS_PER_NODE", "WORLD_SIZE", "GEN_LAUNCH_DIR", "MASTER_ADDR", "MASTER_PORT",
+             *(["CUDA_DEVICE_MAX_CONNECTIONS"] if plan.cuda_device_max_connections_1 else []),
+             *(key for key, _ in plan.spec.launch.env)]
+    source = dict(mpi.rank_env)
+    check = (f'[[ "${{{source["WORLD_SIZE"]}}}" == "${{WORLD_SIZE}}" ]] || {{ echo "gen-launch: mpirun '
+             f'started ${{{source["WORLD_SIZE"]}}} ranks but the plan needs ${{WORLD_SIZE}}" >&2; exit 1; }}')
+    exports = " ".join(f'{name}="${{{var}}}"' for name, var in mpi.rank_env if name != "WORLD_SIZE")
+    return {"forwarded": list(dict.fromkeys(names)), "rank_check": check, "rank_exports": exports}
 
 
 def _executor_files(plan: Plan, files: dict[str, str]) -> dict[str, str]:

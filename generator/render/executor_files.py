@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from generator.executors import POD_SCRIPT, Executor, gpu_resource
+from generator.executors import POD_SCRIPT, Executor, executor_of, gpu_resource
 from generator.plan.plan import Plan
 from generator.units import slurm_minutes
 
@@ -46,7 +46,7 @@ def _metadata(plan: Plan, name: str, labels: dict[str, str] | None = None) -> di
 def _job_labels(plan: Plan, executor: Executor) -> dict[str, str]:
     k = plan.spec.kubernetes
     labels = {}
-    if k.queue is not None:
+    if k.queue is not None and k.scheduler == "default":  # Volcano's queue is in its policy
         labels[QUEUE_LABEL] = k.queue
     if k.priority_class is not None and executor.priority == "label":
         labels[PRIORITY_LABEL] = k.priority_class
@@ -97,7 +97,23 @@ def _scheduling(plan: Plan, executor: Executor) -> dict[str, Any]:
         out["imagePullSecrets"] = [{"name": s} for s in k.image_pull_secrets]
     if k.priority_class is not None and executor.priority == "pod":
         out["priorityClassName"] = k.priority_class
+    if k.scheduler != "default":
+        out["schedulerName"] = k.scheduler
     return out
+
+
+def _gang(plan: Plan, executor: Executor) -> dict[str, Any]:
+    """The gang-scheduling policy of kubernetes.scheduler (a PyTorchJob's schedulingPolicy): all
+    pods placed at once, in the scheduler's queue and priority; {} with the default scheduler."""
+    k = plan.spec.kubernetes
+    if executor.gang_policy(k.scheduler) is None:
+        return {}
+    policy: dict[str, Any] = {"minAvailable": plan.spec.cluster.nodes}
+    if k.queue is not None:
+        policy["queue"] = k.queue
+    if k.priority_class is not None:
+        policy["priorityClass"] = k.priority_class
+    return policy
 
 
 def _toleration(t) -> dict[str, Any]:
@@ -126,8 +142,9 @@ def pod_spec(plan: Plan, executor: Executor, container: str, restart: str) -> di
 
 
 def _trainjob(plan: Plan, executor: Executor) -> dict[str, Any]:
-    """The runtime's node container gets the image, command, sizes and GPUs; the volumes and
-    the placement reach its pods through runtimePatches (Trainer v2.2+)."""
+    """The runtime's trainer container gets the image, command, sizes and GPUs; the volumes and
+    the placement reach its pods through runtimePatches (Trainer v2.2+). On an MPI runtime the
+    launcher pod runs the command (mpirun) and the node pods run the ranks: both get the mounts."""
     volumes, mounts = _volumes(plan)
     trainer: dict[str, Any] = {"image": plan.spec.kubernetes.image, "command": ["bash", f"{MOUNT}/{SCRIPT}"],
                                "numNodes": plan.spec.cluster.nodes, "numProcPerNode": plan.procs_per_node}
@@ -135,12 +152,15 @@ def _trainjob(plan: Plan, executor: Executor) -> dict[str, Any]:
         trainer["resourcesPerNode"] = _limits(plan)
     pod = {"volumes": volumes, "containers": [{"name": "node", "volumeMounts": mounts}],
            **_scheduling(plan, executor)}
-    spec: dict[str, Any] = {"runtimeRef": {"name": executor.runtime}}
+    mpi = executor.mpi_for(plan.spec.launch.launcher)
+    spec: dict[str, Any] = {"runtimeRef": {"name": mpi.runtime if mpi else executor.runtime}}
     if deadline_seconds(plan) is not None:
         spec["activeDeadlineSeconds"] = deadline_seconds(plan)
     spec["trainer"] = trainer
+    replicated = ["launcher", "node"] if mpi else ["node"]
     spec["runtimePatches"] = [{"manager": "gen-launch", "trainingRuntimeSpec": {"template": {"spec": {
-        "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": pod}}}}]}}}}]
+        "replicatedJobs": [{"name": name, "template": {"spec": {"template": {"spec": pod}}}}
+                           for name in replicated]}}}}]
     return spec
 
 
@@ -149,6 +169,9 @@ def _pytorchjob(plan: Plan, executor: Executor) -> dict[str, Any]:
     run_policy: dict[str, Any] = {"backoffLimit": plan.spec.kubernetes.max_restarts}
     if deadline_seconds(plan) is not None:
         run_policy["activeDeadlineSeconds"] = deadline_seconds(plan)
+    gang = _gang(plan, executor)
+    if gang:  # executors.yaml: schedulers.volcano.gang
+        run_policy[executor.gang_policy(plan.spec.kubernetes.scheduler).split(".")[-1]] = gang
     replicas = {"Master": 1, "Worker": plan.spec.cluster.nodes - 1}
     return {"nprocPerNode": str(plan.procs_per_node), "runPolicy": run_policy,
             "pytorchReplicaSpecs": {
@@ -196,6 +219,34 @@ def sky_task(plan: Plan) -> dict[str, Any]:
     return task
 
 
+def launch_summary(plan: Plan) -> dict[str, Any]:
+    """How the run starts, for plan.json and explain: the executor's file and object, its pods
+    (nodes), the processes each starts, the launcher, what gives the rendezvous, restarts and the
+    time limit."""
+    record = executor_of(plan.spec.launch.executor)
+    launcher = plan.spec.launch.launcher
+    mpi = record.mpi_for(launcher)
+    nodes = plan.spec.cluster.nodes
+    limit = None
+    if record.time_limit is not None:
+        section, field = record.time_limit.split(".")
+        given = getattr(getattr(plan.spec, section), field)
+        limit = {"setting": record.time_limit, "value": given,
+                 "seconds": None if given is None else slurm_minutes(given) * 60}
+    return {
+        "name": record.name, "file": record.file,
+        "kind": f"{record.api_version}/{record.kind}" if record.kind else None,
+        "runtime": mpi.runtime if mpi else record.runtime,
+        # an MPI runtime's launcher pod is a node too (runLauncherAsNode): max(nodes - 1, 1) more
+        "pods": 1 + max(nodes - 1, 1) if mpi else nodes,
+        "processes_per_pod": plan.procs_per_node,
+        "launcher": "mpirun" if mpi else launcher,
+        "rendezvous": mpi.injects if mpi else record.injects,
+        "restarts": record.restarts,
+        "time_limit": limit,
+    }
+
+
 def to_yaml(documents: list[dict[str, Any]]) -> str:
     """YAML documents, keys in the order built, text of several lines as a literal block."""
     return "---\n".join(yaml.dump(d, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
@@ -203,7 +254,8 @@ def to_yaml(documents: list[dict[str, Any]]) -> str:
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def ignore_aliases(self, data: Any) -> bool:  # the same pod patch twice is written twice, not &id001
+        return True
 
 
 def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:

@@ -525,7 +525,7 @@ def _executor(name: str, at: At) -> str:
     record = executor_of(name)
     launcher = at.setting("launch", "launcher")
     if launcher not in record.launchers:
-        why = dict(record.not_yet).get(launcher)
+        why = dict(record.refused).get(launcher)
         raise UserError(f"$.launch.executor: {name} starts the launcher {' or '.join(record.launchers)}, not "
                         f"{launcher}{f' ({why})' if why else ''}; set launch.launcher: {record.launchers[0]} "
                         "(or launch.executor: slurm)", at.locate())
@@ -535,11 +535,16 @@ def _executor(name: str, at: At) -> str:
         raise UserError(f"$.launch.executor: {name} {need.why}; give {need.setting}, e.g. {need.example}",
                         at.locate())
     job = at.setting("name")
-    problem = record.name_problem(job, at.setting("cluster", "nodes"))
+    problem = record.name_problem(job, at.setting("cluster", "nodes"), launcher)
     if problem is not None:
         raise UserError(f"$.name: {job!r} names the {record.title}; {problem}", at.doc.locate(["name"]))
     if record.volumes is not None:
         _checkpoint_on_a_volume(name, record.volumes, at)
+    scheduler = at.setting("kubernetes", "scheduler") or "default"
+    why = record.scheduler_refused(scheduler) if record.kubernetes else None
+    if why is not None:
+        raise UserError(f"$.kubernetes.scheduler: {scheduler} with launch.executor {name}: {why}",
+                        at.doc.locate(["kubernetes", "scheduler"]))
     return name
 
 
@@ -642,6 +647,7 @@ class Kubernetes:
     shm_size: str | None
     time: str | None
     max_restarts: int
+    scheduler: str  # default | volcano (executors.yaml: schedulers)
 
 
 @value
