@@ -188,6 +188,46 @@ def test_fp8_is_a_converter_of_the_flavor_that_lint_reads_back(tmp_path: Path) -
         [("MXFP8LinearConverter", ["model_compile_enabled"])]
 
 
+def _moe_fp8(tmp_path: Path, recipe: str, gpu: str = "h100-80gb"):
+    return plan_of(tmp_path, _spec(model={"preset": "qwen3-30b-a3b", "seq_length": 4096},
+                                   parallelism={"dp_shard": 16, "ep": 8},
+                                   batch={"micro_batch_size": 1, "global_batch_size": 64},
+                                   cluster={"nodes": 2, "gpus_per_node": 8, "gpu": gpu},
+                                   training={"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10},
+                                             "precision": "fp8", "fp8_recipe": recipe}))
+
+
+def _converters(text: str) -> list[tuple[str, dict]]:
+    module = ast.parse(text)
+    return [(c.func.value.id, {k.arg: ast.literal_eval(k.value) for k in c.keywords}) for c in ast.walk(module)
+            if isinstance(c, ast.Call) and getattr(c.func, "attr", "") == "Config"]
+
+
+def test_an_moe_flavor_in_fp8_also_converts_its_grouped_experts(tmp_path: Path) -> None:
+    """The table's experts converter beside the linear one, which leaves the router's gate and the
+    output head in bf16 (as torchtitan's deepseek_v3 FP8 functions); lint reads the run back as fp8."""
+    files = render_all(_moe_fp8(tmp_path, "rowwise"))
+    assert _converters(files["torchtitan_config.py"]) == [
+        ("Float8LinearConverter", {"recipe_name": "rowwise", "filter_fqns": ["lm_head", "router.gate"],
+                                   "model_compile_enabled": False}),
+        ("Float8GroupedExpertsConverter", {"model_compile_enabled": False})]
+    facts = views(next(r for r in lint_texts(files).runs if r.name == "launch.sbatch"))[0]
+    assert (facts["precision"].value, facts["fp8_recipe"].value) == ("fp8", "rowwise")
+    mx = render_all(_moe_fp8(tmp_path, "mxfp8", gpu="b200"))["torchtitan_config.py"]
+    assert _converters(mx) == [
+        ("MXFP8LinearConverter", {"fqns": ["attention", "shared_experts", "feed_forward"],
+                                  "model_compile_enabled": False}),
+        ("MXFP8GroupedExpertsConverter", {"recipe_name": "mxfp8_rceil", "pad_multiple": 128,
+                                          "model_compile_enabled": False})]
+
+
+def test_mxfp8_experts_on_hopper_are_refused_where_the_recipe_is_written(tmp_path: Path) -> None:
+    from generator.calculator.resolve import PlanError
+
+    with pytest.raises(PlanError, match=r"spec.yaml:\d+:\d+: GL226 fp8_recipe mxfp8 needs Blackwell's"):
+        _moe_fp8(tmp_path, "mxfp8")
+
+
 @pytest.mark.parametrize(("recipe", "gpu", "words"), [
     (None, "h100-80gb", r"fp8_recipe delayed is not one of torchtitan's \(rowwise, mxfp8\)"),
     ("mxfp8", "h100-80gb", "fp8_recipe mxfp8 needs Blackwell's"),
