@@ -560,6 +560,12 @@ CASES: dict[str, list[tuple[dict, dict, str]]] = {
                {"dp_replicate": 2, "framework": "megatron-lm", "world_size": 64, "distributed_optimizer": True,
                 "ep": 16, "pp": 2, "tp": 1},
                "dp_replicate 2 does not divide the expert data-parallel size 1 = world 64 / (etp 1 × ep 32 × pp 2)")],
+    "GL241": [({"tp_comm_overlap": True, "framework": "torchtitan", "compile": False},
+               {"tp_comm_overlap": True, "framework": "torchtitan", "compile": True},
+               "tp_comm_overlap is torchtitan's async TP"),
+              ({"tp_comm_overlap": True, "framework": "torchtitan", "compile": False},
+               {"tp_comm_overlap": True, "framework": "torchtitan"},  # unknown: the config function may compile
+               "refuses it without --compile.enable")],
     "GL320": [({"executor_kind": "TrainJob", "pods": 3, "launcher_nodes": 2},
                {"executor_kind": "TrainJob", "pods": 2, "launcher_nodes": 2},
                "the TrainJob starts 3 pods but the launcher expects 2 nodes"),

@@ -221,6 +221,20 @@ def test_an_moe_flavor_in_fp8_also_converts_its_grouped_experts(tmp_path: Path) 
                                           "model_compile_enabled": False})]
 
 
+def test_async_tp_is_the_tp_comm_overlap_and_needs_compile(tmp_path: Path) -> None:
+    """parallelism.tp_comm_overlap is torchtitan's async TP (--compile.enable_async_tensor_parallel),
+    which torchtitan's CompileConfig refuses without compile (GL241, where the spec says it);
+    torchtitan does not ask for sequence parallelism with it (GL225's is Megatron-LM's)."""
+    from generator.calculator.resolve import PlanError
+
+    files = render_all(plan_of(tmp_path, _spec(parallelism={"tp": 4, "dp_shard": 4, "tp_comm_overlap": True},
+                                               torchtitan={"compile": True})))
+    assert "--compile.enable_async_tensor_parallel" in _words(files)
+    assert "--parallelism.no_enable_sequence_parallel" in _words(files)
+    with pytest.raises(PlanError, match=r"spec.yaml:\d+:\d+: GL241 tp_comm_overlap is torchtitan's async TP"):
+        plan_of(tmp_path, _spec(parallelism={"tp": 4, "dp_shard": 4, "tp_comm_overlap": True}))
+
+
 def test_mxfp8_experts_on_hopper_are_refused_where_the_recipe_is_written(tmp_path: Path) -> None:
     from generator.calculator.resolve import PlanError
 

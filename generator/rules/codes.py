@@ -56,6 +56,7 @@ CODES: dict[str, str] = {
     "GL114": "fsdp",
     "GL117": "fsdp",
     "GL240": "fsdp",
+    "GL241": "fsdp",
     # generator/rules/launch.py
     "GL004": "launch",
     "GL005": "launch",

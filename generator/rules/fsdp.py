@@ -1,5 +1,6 @@
-"""GL112-GL114, GL117, GL240: FSDP2 and Hugging Face accelerate (the data-parallel engines beside
-DeepSpeed), and Megatron-LM's replicas of its distributed optimizer (HSDP)."""
+"""GL112-GL114, GL117, GL240, GL241: FSDP2 and Hugging Face accelerate (the data-parallel engines
+beside DeepSpeed), Megatron-LM's replicas of its distributed optimizer (HSDP), torchtitan's async
+tensor parallelism."""
 
 from __future__ import annotations
 
@@ -145,3 +146,21 @@ def optimizer_instances(dp_replicate: int, framework: str, world_size: int,
     return (f"dp_replicate {dp_replicate} does not divide the expert data-parallel size {expert_dp} = world "
             f"{world_size} / (etp {etp} × ep {ep} × pp {pp}); use dp_replicate in {divisors(expert_dp)}, "
             "or a smaller ep", ("dp_replicate", "ep", "etp", "pp", "world_size"))
+
+
+@rule("GL241", "async-tp-needs-compile", "torchtitan's async tensor parallelism is a pass of torch.compile.")
+def async_tp_compile(tp_comm_overlap: bool, framework: str, compile: bool | None = None) -> str | None:
+    """torchtitan pipelines the tensor-parallel collectives with the matmuls (async TP,
+    parallelism.tp_comm_overlap: --compile.enable_async_tensor_parallel) in Inductor's
+    micro-pipeline pass: its CompileConfig refuses the option without compiling the model
+    (``Async TP requires 'model' in --compile.components and --compile.enable``). A command line
+    without --compile.enable may name a config function that compiles (torchtitan's llama3_405b
+    does): only a run known not to compile is refused. Fix: torchtitan.compile: true, or leave the
+    overlap off.
+
+    Example: tp_comm_overlap: true with torchtitan.compile: false."""
+    if not tp_comm_overlap or not framework_of(framework).config_registry or compile is None or compile:
+        return None
+    return ("tp_comm_overlap is torchtitan's async TP (--compile.enable_async_tensor_parallel), a pass of "
+            "torch.compile, and torchtitan refuses it without --compile.enable; set torchtitan.compile: "
+            "true, or leave the overlap off", ("tp_comm_overlap", "compile"))
