@@ -109,6 +109,10 @@ def test_the_table_names_presets_and_identifiers() -> None:
     assert set(models) <= set(presets.models())
     for module, function, flavor in models.values():
         assert module.isidentifier() and function.isidentifier() and flavor.replace("-", "").isalnum()
+    for entry in table("torchtitan")["fp8"].values():  # torchtitan_config.py writes these as Python names
+        converters = [entry["linear"][0]] + ([entry["experts"][0]] if "experts" in entry else [])
+        keywords = [*entry.get("experts", [None, {}])[1], *entry.get("moe_linear", {})]
+        assert all(name.isidentifier() for name in converters + keywords), entry
     version = spec_schema()["properties"]["torchtitan"]["properties"]["version"]
     assert version["enum"] == list(table("torchtitan")["releases"])
 
