@@ -38,7 +38,7 @@ def _titan(nodes: int, parallelism: dict, batch: dict, preset: str, seq: int, re
            gpu: str = "h100-80gb", **more) -> dict:
     """A torchtitan run as the paper ran it: torch.compile and Float8 (rowwise: 0.3.0's recipe)."""
     return {"name": "published", "framework": "torchtitan",
-            "cluster": {"nodes": nodes, "gpus_per_node": 8, "gpu": gpu, **more.pop("cluster", {})},
+            "cluster": {"nodes": nodes, "gpus_per_node": 8, "gpu": gpu},
             "model": {"preset": preset, "seq_length": seq}, "parallelism": parallelism, "batch": batch,
             "training": {"train_iters": 1000, "lr": 3.0e-4, "warmup": {"iters": 200}, "recompute": recompute,
                          "precision": "fp8", "fp8_recipe": "rowwise"},
@@ -63,23 +63,19 @@ RUNS = {
     "8b-fsdp-cp-64k": _titan(1, {"dp_shard": 4, "cp": 2}, {"micro_batch_size": 1, "global_batch_size": 4},
                              "llama3.1-8b", 65536, "full"),
     # Table 4: 2D (FSDP 32 × TP 8) + torch.compile + Float8 (its second row: + AsyncTP), Llama 3.1 70B,
-    # 256 H100; local batch 16, global 512; full AC; sequence parallel (torchtitan's default with TP).
-    # The paper measured 67.6 GiB per GPU (on 96 GB H100s); gen-launch's estimate is far above that (the
-    # estimates issue's), so the run says allow_oversize (a warning, not a refusal)
+    # 256 H100; local batch 16, global 512; full AC; sequence parallel (torchtitan's default with TP)
     "70b-fsdp-tp": _titan(32, {"dp_shard": 32, "tp": 8, **ASYNC_TP},
                           {"micro_batch_size": 16, "global_batch_size": 512},
-                          "llama3.1-70b", 8192, "full", cluster={"allow_oversize": True}),
+                          "llama3.1-70b", 8192, "full"),
     # Table 5: 3D (FSDP 8 × TP 8 × PP 8) + torch.compile + Float8 + AsyncTP, Llama 3.1 405B, 512 H100;
     # local batch 32, global 256; full AC; Interleaved 1F1B (vpp 2: 126 layers + 2 in 16 stages of 8).
     # gen-launch's pipeline micro-batch is 1 (torchtitan's default): 32 pipeline micro-batches per step
     "405b-fsdp-tp-pp": _titan(64, {"dp_shard": 8, "tp": 8, "pp": 8, "vpp": 2, **ASYNC_TP},
                               {"micro_batch_size": 1, "global_batch_size": 256}, "llama3.1-405b", 8192, "full"),
     # Table 6: 4D (FSDP 4 × CP 2 × TP 8 × PP 8) + torch.compile + Float8 + AsyncTP + 1F1B, Llama 3.1
-    # 405B, 512 H100, local batch 8, full AC, sequence length 65,536 (global 8 × dp 4 = 32). Measured
-    # 75.9 GiB per GPU; the estimate is above 1.5× 80 GiB (as for Table 4)
+    # 405B, 512 H100, local batch 8, full AC, sequence length 65,536 (global 8 × dp 4 = 32)
     "405b-4d-cp-64k": _titan(64, {"dp_shard": 4, "cp": 2, "tp": 8, "pp": 8, **ASYNC_TP},
-                             {"micro_batch_size": 1, "global_batch_size": 32}, "llama3.1-405b", 65536, "full",
-                             cluster={"allow_oversize": True}),
+                             {"micro_batch_size": 1, "global_batch_size": 32}, "llama3.1-405b", 65536, "full"),
     # Megatron-FSDP with EP for Qwen3-235B-A22B. Megatron-LM's own documentation gives the words
     # (docs.nvidia.com/megatron-core, Parallelism Strategies Guide: --use-megatron-fsdp
     # --data-parallel-sharding-strategy optim_grads_params --ckpt-format fsdp_dtensor; the MoE README:
