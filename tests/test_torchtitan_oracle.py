@@ -44,6 +44,9 @@ VARIANTS = {
                     model={"preset": "qwen3-30b-a3b", "seq_length": 4096},
                     training={"decay": "wsd", "wsd_decay": 0.2, "recompute": "none"},
                     torchtitan={"compile": True}, checkpoint={"dir": "/ckpt/moe", "interval": 100}),
+    # deepseek_v3_16b compiles the loss: the spec's compile false is written --compile.no_enable
+    "deepseek-no-compile": _spec(1, {"dp_shard": 8, "ep": 8}, {"micro_batch_size": 1, "global_batch_size": 16},
+                                 model={"preset": "deepseek-v2-lite", "seq_length": 4096}),
     # FP8 rowwise: the converter is built when the function runs (needs torchao and a GPU)
     "fp8": _spec(2, {"tp": 2}, {"micro_batch_size": 1, "global_batch_size": 64},
                  training={"precision": "fp8", "fp8_recipe": "rowwise"}, torchtitan={"compile": True}),
@@ -112,6 +115,7 @@ def test_torchtitan_parses_the_plan(runs, name: str) -> None:
     if plan.tp > 1:  # torchtitan's default is on; the spec's sequence_parallel is written either way
         assert got["sequence_parallel"] == plan.spec.parallelism.sequence_parallel
     assert got["lr"] == plan.lr and got["lr_scheduler"]["warmup_steps"] == plan.schedule.warmup_iters
+    assert got["compile"] is plan.spec.torchtitan.compile
     assert got["activation_checkpoint"] == {"none": "NoneType", "selective": "SelectiveAC.Config",
                                             "full": "FullAC.Config"}[plan.spec.training.recompute]
     m = plan.model
@@ -222,6 +226,32 @@ def test_torchrun_runs_the_module(runs) -> None:
     args = parsed("torchrun", launched_argv(files["launch.sbatch"], env)[1:])
     assert args.module is True and args.training_script == "torchtitan.train"
     assert (int(args.nnodes), int(args.nproc_per_node)) == (8, 8) == (plan.spec.cluster.nodes, plan.procs_per_node)
+
+
+COMPILING_CHECK = r"""
+import importlib, json, sys
+out = []
+for module, function in json.loads(sys.argv[1]):
+    registry = importlib.import_module(f"torchtitan.models.{module}.config_registry")
+    if registry.__dict__[function]().compile.enable:
+        out.append(function)
+print(json.dumps(out))
+"""
+
+
+def test_the_config_functions_that_compile_are_the_tables() -> None:
+    """The table's `compiling` (the models' config functions with compile on, for which a run
+    that does not compile is written --compile.no_enable) is what torchtitan 0.3.0's functions
+    say."""
+    require_oracle("torchtitan")
+    from generator.dialects import table
+
+    titan = table("torchtitan")
+    functions = sorted({(module, function) for module, function, _ in titan["models"].values()})
+    proc = subprocess.run([sys.executable, "-c", COMPILING_CHECK, json.dumps(functions)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(json.loads(proc.stdout.strip().splitlines()[-1])) == sorted(titan["compiling"]) != []
 
 
 FUNCTIONS_CHECK = r"""

@@ -141,6 +141,8 @@ def torchtitan_values(plan) -> dict[str, Any]:
         "titan_decay_type": decay_type, "titan_decay_ratio": decay_ratio,
         "min_lr_factor": plan.min_lr_ratio if decay_type is not None else None,
         "compile": s.torchtitan.compile, "tp_comm_overlap": s.parallelism.tp_comm_overlap,
+        # the config function compiles: a run that does not says so (--compile.no_enable)
+        "titan_function_compiles": model.config in table(s.framework).get("compiling", ()),
         "compile_components": "model,loss" if s.torchtitan.compile else None,
         "checkpoint_enable": s.checkpoint.dir is not None,
         "save": s.checkpoint.dir, "save_interval": s.checkpoint.interval if s.checkpoint.dir else None,
