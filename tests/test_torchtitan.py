@@ -239,6 +239,25 @@ def test_async_tp_is_the_tp_comm_overlap_and_needs_compile(tmp_path: Path) -> No
         plan_of(tmp_path, _spec(parallelism={"tp": 4, "dp_shard": 4, "tp_comm_overlap": True}))
 
 
+def test_an_moe_fp8_run_imports_to_a_spec_that_generates_the_same_files(tmp_path: Path) -> None:
+    """import reads the converters' recipe and the flavor's model (not plan.json's derived values,
+    which the flavor would refuse as changes), and the spec it writes generates the same run."""
+    from generator.importer import import_paths
+
+    first = tmp_path / "first"
+    first.mkdir()
+    files = render_all(_moe_fp8(tmp_path, "rowwise"))
+    for name, text in files.items():
+        (first / name).write_text(text, encoding="utf-8")
+    imported = yaml.safe_load(import_paths([first]).text)
+    assert (imported["training"]["precision"], imported["training"]["fp8_recipe"]) == ("fp8", "rowwise")
+    imported["cluster"]["gpu"] = "h100-80gb"
+    (tmp_path / "again").mkdir()
+    again = render_all(plan_of(tmp_path / "again", imported))
+    for name in ("torchtitan_args.sh", "torchtitan_config.py"):  # below the header's source line
+        assert again[name].split("\n", 2)[2] == files[name].split("\n", 2)[2], name
+
+
 def test_mxfp8_experts_on_hopper_are_refused_where_the_recipe_is_written(tmp_path: Path) -> None:
     from generator.calculator.resolve import PlanError
 
