@@ -44,7 +44,8 @@ class Framework:
     # which scheduler steps the learning rate: "megatron", "deepspeed" (ds_config's), "trainer" or
     # "torchtitan" (its lr_scheduler section)
     lr_scheduler: str = "megatron"
-    # HSDP: the data-parallel group can be replicas of a shard group (parallelism.dp_replicate > 1)
+    # HSDP: the data-parallel group can be replicas of a shard group (parallelism.dp_replicate > 1;
+    # Megatron-LM: replicas of the distributed optimizer, where its table spells the instances)
     hsdp: bool = False
     # what training.recompute selective keeps: "modules" (Megatron-LM's: all but the modules it
     # reruns, the attention core by default) or "ops" (torchtitan's per-op checkpointing: the
@@ -107,7 +108,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
               megatron_arguments=True, megatron_core=True,
               deepspeed_engine=False, trainer="never", sharding="distributed_optimizer",
               launchers=("torchrun", "deepspeed", "srun"), dialect_setting="megatron.version",
-              attention_kernel="preset"),
+              attention_kernel="preset", hsdp=True),
     Framework("megatron-deepspeed", "Megatron-DeepSpeed",
               "Megatron-DeepSpeed: Megatron arguments plus --deepspeed with a DeepSpeed JSON config.",
               megatron_arguments=True, megatron_core=False,

@@ -109,6 +109,10 @@ def test_the_table_names_presets_and_identifiers() -> None:
     assert set(models) <= set(presets.models())
     for module, function, flavor in models.values():
         assert module.isidentifier() and function.isidentifier() and flavor.replace("-", "").isalnum()
+    for entry in table("torchtitan")["fp8"].values():  # torchtitan_config.py writes these as Python names
+        converters = [entry["linear"][0]] + ([entry["experts"][0]] if "experts" in entry else [])
+        keywords = [*entry.get("experts", [None, {}])[1], *entry.get("moe_linear", {})]
+        assert all(name.isidentifier() for name in converters + keywords), entry
     version = spec_schema()["properties"]["torchtitan"]["properties"]["version"]
     assert version["enum"] == list(table("torchtitan")["releases"])
 
@@ -186,6 +190,79 @@ def test_fp8_is_a_converter_of_the_flavor_that_lint_reads_back(tmp_path: Path) -
     calls = [n for n in ast.walk(mx) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "Config"]
     assert [(c.func.value.id, [k.arg for k in c.keywords]) for c in calls] == \
         [("MXFP8LinearConverter", ["model_compile_enabled"])]
+
+
+def _moe_fp8(tmp_path: Path, recipe: str, gpu: str = "h100-80gb"):
+    return plan_of(tmp_path, _spec(model={"preset": "qwen3-30b-a3b", "seq_length": 4096},
+                                   parallelism={"dp_shard": 16, "ep": 8},
+                                   batch={"micro_batch_size": 1, "global_batch_size": 64},
+                                   cluster={"nodes": 2, "gpus_per_node": 8, "gpu": gpu},
+                                   training={"train_iters": 100, "lr": 3.0e-4, "warmup": {"iters": 10},
+                                             "precision": "fp8", "fp8_recipe": recipe}))
+
+
+def _converters(text: str) -> list[tuple[str, dict]]:
+    module = ast.parse(text)
+    return [(c.func.value.id, {k.arg: ast.literal_eval(k.value) for k in c.keywords}) for c in ast.walk(module)
+            if isinstance(c, ast.Call) and getattr(c.func, "attr", "") == "Config"]
+
+
+def test_an_moe_flavor_in_fp8_also_converts_its_grouped_experts(tmp_path: Path) -> None:
+    """The table's experts converter beside the linear one, which leaves the router's gate and the
+    output head in bf16 (as torchtitan's deepseek_v3 FP8 functions); lint reads the run back as fp8."""
+    files = render_all(_moe_fp8(tmp_path, "rowwise"))
+    assert _converters(files["torchtitan_config.py"]) == [
+        ("Float8LinearConverter", {"recipe_name": "rowwise", "filter_fqns": ["lm_head", "router.gate"],
+                                   "model_compile_enabled": False}),
+        ("Float8GroupedExpertsConverter", {"model_compile_enabled": False})]
+    facts = views(next(r for r in lint_texts(files).runs if r.name == "launch.sbatch"))[0]
+    assert (facts["precision"].value, facts["fp8_recipe"].value) == ("fp8", "rowwise")
+    mx = render_all(_moe_fp8(tmp_path, "mxfp8", gpu="b200"))["torchtitan_config.py"]
+    assert _converters(mx) == [
+        ("MXFP8LinearConverter", {"fqns": ["attention", "shared_experts", "feed_forward"],
+                                  "model_compile_enabled": False}),
+        ("MXFP8GroupedExpertsConverter", {"recipe_name": "mxfp8_rceil", "pad_multiple": 128,
+                                          "model_compile_enabled": False})]
+
+
+def test_async_tp_is_the_tp_comm_overlap_and_needs_compile(tmp_path: Path) -> None:
+    """parallelism.tp_comm_overlap is torchtitan's async TP (--compile.enable_async_tensor_parallel),
+    which torchtitan's CompileConfig refuses without compile (GL241, where the spec says it);
+    torchtitan does not ask for sequence parallelism with it (GL225's is Megatron-LM's)."""
+    from generator.calculator.resolve import PlanError
+
+    files = render_all(plan_of(tmp_path, _spec(parallelism={"tp": 4, "dp_shard": 4, "tp_comm_overlap": True},
+                                               torchtitan={"compile": True})))
+    assert "--compile.enable_async_tensor_parallel" in _words(files)
+    assert "--parallelism.no_enable_sequence_parallel" in _words(files)
+    with pytest.raises(PlanError, match=r"spec.yaml:\d+:\d+: GL241 tp_comm_overlap is torchtitan's async TP"):
+        plan_of(tmp_path, _spec(parallelism={"tp": 4, "dp_shard": 4, "tp_comm_overlap": True}))
+
+
+def test_an_moe_fp8_run_imports_to_a_spec_that_generates_the_same_files(tmp_path: Path) -> None:
+    """import reads the converters' recipe and the flavor's model (not plan.json's derived values,
+    which the flavor would refuse as changes), and the spec it writes generates the same run."""
+    from generator.importer import import_paths
+
+    first = tmp_path / "first"
+    first.mkdir()
+    files = render_all(_moe_fp8(tmp_path, "rowwise"))
+    for name, text in files.items():
+        (first / name).write_text(text, encoding="utf-8")
+    imported = yaml.safe_load(import_paths([first]).text)
+    assert (imported["training"]["precision"], imported["training"]["fp8_recipe"]) == ("fp8", "rowwise")
+    imported["cluster"]["gpu"] = "h100-80gb"
+    (tmp_path / "again").mkdir()
+    again = render_all(plan_of(tmp_path / "again", imported))
+    for name in ("torchtitan_args.sh", "torchtitan_config.py"):  # below the header's source line
+        assert again[name].split("\n", 2)[2] == files[name].split("\n", 2)[2], name
+
+
+def test_mxfp8_experts_on_hopper_are_refused_where_the_recipe_is_written(tmp_path: Path) -> None:
+    from generator.calculator.resolve import PlanError
+
+    with pytest.raises(PlanError, match=r"spec.yaml:\d+:\d+: GL226 fp8_recipe mxfp8 needs Blackwell's"):
+        _moe_fp8(tmp_path, "mxfp8")
 
 
 @pytest.mark.parametrize(("recipe", "gpu", "words"), [

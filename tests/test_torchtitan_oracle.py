@@ -27,7 +27,7 @@ WORKER = Path(__file__).parent / "oracle" / "torchtitan_parse.py"
 
 def _spec(nodes: int, parallelism: dict, batch: dict, **more) -> dict:
     return {"name": "titan", "framework": "torchtitan",
-            "cluster": {"nodes": nodes, "gpus_per_node": 8, "gpu": "h100-80gb"},
+            "cluster": more.pop("cluster", {"nodes": nodes, "gpus_per_node": 8, "gpu": "h100-80gb"}),
             "model": more.pop("model", {"preset": "llama3-8b"}), "parallelism": parallelism, "batch": batch,
             "training": {"train_iters": 300, "lr": 2.0e-4, "min_lr": 2.0e-5, "warmup": {"iters": 30},
                          **more.pop("training", {})},
@@ -44,11 +44,23 @@ VARIANTS = {
                     model={"preset": "qwen3-30b-a3b", "seq_length": 4096},
                     training={"decay": "wsd", "wsd_decay": 0.2, "recompute": "none"},
                     torchtitan={"compile": True}, checkpoint={"dir": "/ckpt/moe", "interval": 100}),
+    # deepseek_v3_16b compiles the loss: the spec's compile false is written --compile.no_enable
+    "deepseek-no-compile": _spec(1, {"dp_shard": 8, "ep": 8}, {"micro_batch_size": 1, "global_batch_size": 16},
+                                 model={"preset": "deepseek-v2-lite", "seq_length": 4096}),
     # FP8 rowwise: the converter is built when the function runs (needs torchao and a GPU)
     "fp8": _spec(2, {"tp": 2}, {"micro_batch_size": 1, "global_batch_size": 64},
                  training={"precision": "fp8", "fp8_recipe": "rowwise"}, torchtitan={"compile": True}),
+    # an MoE flavor in FP8: the grouped experts' converter beside the linear one (the router's gate and
+    # the output head left in bf16), rowwise on Hopper and MXFP8 on Blackwell
+    "moe-fp8": _spec(2, {"dp_shard": 16, "ep": 8}, {"micro_batch_size": 1, "global_batch_size": 64},
+                     model={"preset": "qwen3-30b-a3b", "seq_length": 4096},
+                     training={"precision": "fp8", "fp8_recipe": "rowwise"}, torchtitan={"compile": True}),
+    "moe-mxfp8": _spec(2, {"dp_shard": 16, "ep": 8}, {"micro_batch_size": 1, "global_batch_size": 64},
+                       model={"preset": "qwen3-30b-a3b", "seq_length": 4096},
+                       cluster={"nodes": 2, "gpus_per_node": 8, "gpu": "b200"},
+                       training={"precision": "fp8", "fp8_recipe": "mxfp8"}, torchtitan={"compile": True}),
 }
-PARSED = [name for name in ("sample", *VARIANTS) if name != "fp8"]
+PARSED = [name for name in ("sample", *VARIANTS) if "fp8" not in name]
 
 
 def _argv(folder: Path) -> list[str]:
@@ -103,6 +115,7 @@ def test_torchtitan_parses_the_plan(runs, name: str) -> None:
     if plan.tp > 1:  # torchtitan's default is on; the spec's sequence_parallel is written either way
         assert got["sequence_parallel"] == plan.spec.parallelism.sequence_parallel
     assert got["lr"] == plan.lr and got["lr_scheduler"]["warmup_steps"] == plan.schedule.warmup_iters
+    assert got["compile"] is plan.spec.torchtitan.compile
     assert got["activation_checkpoint"] == {"none": "NoneType", "selective": "SelectiveAC.Config",
                                             "full": "FullAC.Config"}[plan.spec.training.recompute]
     m = plan.model
@@ -135,6 +148,77 @@ def test_the_fp8_converter_is_torchtitans_own(runs) -> None:
     assert "TypeError" not in error and ("torchao is not installed" in error or "SM89" in error), got
 
 
+@pytest.mark.parametrize("name", ["moe-fp8", "moe-mxfp8"])
+def test_torchtitan_builds_the_moe_fp8_configs(runs, name: str) -> None:
+    """torchtitan's ConfigManager imported the module and ran its function up to building the
+    converters (then torchao, absent here, is wanted: not a TypeError of a keyword)."""
+    _, got, _ = runs[name]
+    error = got.get("error", "")
+    assert "TypeError" not in error and "torchao is not installed" in error, got
+
+
+CONVERTERS_CHECK = r"""
+import dataclasses, importlib, json, sys
+sys.path.insert(0, sys.argv[1])
+import torchtitan_config as run
+from torchtitan.components.quantization.utils import module_filter_fn
+from torchtitan.models.common.linear import Linear
+from torchtitan.models.common.moe import GroupedExperts
+registry = importlib.import_module(f"torchtitan.models.{sys.argv[2]}").model_registry
+out = {"converters": []}
+for config in run.converters():
+    owner = type(config)._owner
+    out["converters"].append([owner.__name__, {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}])
+    model = registry(sys.argv[3]).model
+    if "GroupedExperts" in owner.__name__:
+        # the converter's own convert() over the flavor; its constructor (which wants torchao and an
+        # SM89+ / SM100 GPU, neither here) only checks the machine, convert() rewrites the configs
+        converter = owner.__new__(owner)
+        converter.config = config
+        converted = converter.convert(model)
+        out["experts"] = sorted({(type(c)._owner.__name__, getattr(c, "recipe_name", None))
+                                 for _, c, *_ in converted.traverse(GroupedExperts.Config)})
+        out["expert_groups"] = len(list(converted.traverse(GroupedExperts.Config)))
+    elif "filter_fqns" in out["converters"][-1][1]:  # Float8's skip list, through its own filter
+        out["bf16_linears"] = sorted({fqn.split(".")[-1] for fqn, c, *_ in model.traverse(Linear.Config)
+                                      if not module_filter_fn(c, fqn, config.filter_fqns)})
+print(json.dumps(out, default=list))
+"""
+
+
+@pytest.mark.parametrize(("name", "linear", "experts"), [
+    ("moe-fp8", ["Float8LinearConverter", {"recipe_name": "rowwise", "filter_fqns": ["lm_head", "router.gate"],
+                                           "emulate": False, "model_compile_enabled": True}],
+     ["Float8GroupedExpertsConverter", {"model_compile_enabled": True}]),
+    ("moe-mxfp8", ["MXFP8LinearConverter", {"fqns": ["attention", "shared_experts", "feed_forward"],
+                                            "model_compile_enabled": True}],
+     ["MXFP8GroupedExpertsConverter", {"recipe_name": "mxfp8_rceil", "pad_multiple": 128,
+                                       "model_compile_enabled": True}]),
+])
+def test_the_grouped_experts_converter_converts_the_flavors_experts(runs, tmp_path: Path, name: str,
+                                                                   linear: list, experts: list) -> None:
+    """The generated module's converters are torchtitan 0.3.0's Configs with the table's keywords;
+    the grouped experts' converter turns every expert group of the flavor (48 layers of
+    Qwen3-30B-A3B) into its quantized class, and Float8's filter leaves the router's gate and
+    the output head in bf16."""
+    plan, _, files = runs[name]
+    (tmp_path / "torchtitan_config.py").write_text(files["torchtitan_config.py"], encoding="utf-8")
+    from generator.plan.torchtitan import registry_model
+
+    model = registry_model(plan.spec)
+    proc = subprocess.run([sys.executable, "-c", CONVERTERS_CHECK, str(tmp_path), model.module, model.flavor],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [[n, dict(sorted(f.items()))] for n, f in got["converters"]] == \
+        [[n, dict(sorted(f.items()))] for n, f in (linear, experts)]
+    quantized = experts[0].replace("Converter", "")
+    assert got["experts"] == [[quantized, experts[1].get("recipe_name")]]
+    assert got["expert_groups"] == plan.model.num_layers == 48
+    if name == "moe-fp8":
+        assert got["bf16_linears"] == ["gate", "lm_head"]
+
+
 def test_torchrun_runs_the_module(runs) -> None:
     plan, _, files = runs["sample"]
     env = {"NODES": "8", "PROCS_PER_NODE": "8", "SLURM_JOB_ID": "7", "MASTER_ADDR": "node1",
@@ -142,6 +226,32 @@ def test_torchrun_runs_the_module(runs) -> None:
     args = parsed("torchrun", launched_argv(files["launch.sbatch"], env)[1:])
     assert args.module is True and args.training_script == "torchtitan.train"
     assert (int(args.nnodes), int(args.nproc_per_node)) == (8, 8) == (plan.spec.cluster.nodes, plan.procs_per_node)
+
+
+COMPILING_CHECK = r"""
+import importlib, json, sys
+out = []
+for module, function in json.loads(sys.argv[1]):
+    registry = importlib.import_module(f"torchtitan.models.{module}.config_registry")
+    if registry.__dict__[function]().compile.enable:
+        out.append(function)
+print(json.dumps(out))
+"""
+
+
+def test_the_config_functions_that_compile_are_the_tables() -> None:
+    """The table's `compiling` (the models' config functions with compile on, for which a run
+    that does not compile is written --compile.no_enable) is what torchtitan 0.3.0's functions
+    say."""
+    require_oracle("torchtitan")
+    from generator.dialects import table
+
+    titan = table("torchtitan")
+    functions = sorted({(module, function) for module, function, _ in titan["models"].values()})
+    proc = subprocess.run([sys.executable, "-c", COMPILING_CHECK, json.dumps(functions)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(json.loads(proc.stdout.strip().splitlines()[-1])) == sorted(titan["compiling"]) != []
 
 
 FUNCTIONS_CHECK = r"""

@@ -59,7 +59,7 @@ TABLE_FACTS = ("tp", "pp", "cp", "ep", "vpp", "first_stage_layers", "last_stage_
                "zero_stage", "distributed_optimizer", "megatron_fsdp", "optimizer_states", "main_grads",
                "micro_batch_size",
                "gradient_accumulation_steps", "global_batch_size", "precision", "fp8_recipe", "decay",
-               "packing", "lr", "min_lr")
+               "packing", "lr", "min_lr", "compile")
 
 
 @cache

@@ -168,7 +168,8 @@ def build_draft(run: Run, plan: tuple[str, dict] | None, chains: bool = False) -
         draft.unknown("training.recompute", "plain DeepSpeed leaves activation checkpointing to "
                       "the training script; used by the estimates only; none assumed", "none")
     from_plan = plan[1] if plan else {}
-    read_model(draft, from_plan.get("model") or built)
+    # a config module's flavor is the model (a plan.json's also holds values derived from it)
+    read_model(draft, built or from_plan.get("model") or {})
     if built:
         write_shape(facts, draft)
     _from_plan(draft, from_plan, framework)

@@ -31,6 +31,8 @@ def read_registry(framework: str, facts: dict[str, Fact], draft: Draft) -> dict:
     if draft.get("parallelism.dp_replicate") == 1:  # one replica: the shard group is dp (as derived)
         del draft.values["parallelism.dp_replicate"]
     draft.set("batch.micro_batch_size", value("micro_batch_size"))
+    if value("fp8_recipe") is not None:  # the recipe of the config module's FP8 converters
+        draft.set("training.fp8_recipe", value("fp8_recipe"))
     for path, name in (("training.train_iters", "train_iters"), ("model.seq_length", "seq_length"),
                        ("training.lr", "lr")):
         if value(name) is None:

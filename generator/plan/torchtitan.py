@@ -70,19 +70,32 @@ def registry_model(spec) -> RegistryModel:
 
 @value
 class Converter:
-    """The FP8 converter torchtitan_config.py gives the flavor (precision fp8)."""
+    """An FP8 converter torchtitan_config.py gives the flavor (precision fp8)."""
 
     name: str  # of torchtitan.components.quantization
-    recipe: str | None  # its recipe_name, where it takes one
-    compiled: bool  # the run compiles the model (the converter is told, as torchtitan's own do)
+    keywords: tuple[tuple[str, Any], ...]  # its Config's, as the table gives them (lists as tuples)
+    compiled: bool  # the run compiles the model (the converter is told, as torchtitan's own are)
 
 
-def fp8_converter(spec) -> Converter | None:
-    """The converter of the spec's fp8_recipe (GL226 refuses a recipe the table lacks)."""
+def fp8_converters(spec) -> tuple[Converter, ...]:
+    """The converters of the spec's fp8_recipe (GL226 refuses a recipe the table lacks): the linear
+    layers', and with experts (an MoE preset) the grouped experts' too, the linear one then told
+    which layers stay in bf16."""
     if spec.training.precision != "fp8":
-        return None
-    name, recipe = table(spec.framework)["fp8"][spec.training.fp8_recipe]
-    return Converter(name, recipe, spec.torchtitan.compile)
+        return ()
+    entry = table(spec.framework)["fp8"][spec.training.fp8_recipe]
+    name, recipe = entry["linear"]
+    linear = {"recipe_name": recipe} if recipe else {}
+    compiled = spec.torchtitan.compile
+    if not spec.model.num_experts:
+        return (Converter(name, _keywords(linear), compiled),)
+    experts, keywords = entry["experts"]
+    return (Converter(name, _keywords({**linear, **entry["moe_linear"]}), compiled),
+            Converter(experts, _keywords(keywords), compiled))
+
+
+def _keywords(given: dict) -> tuple[tuple[str, Any], ...]:
+    return tuple((key, tuple(v) if isinstance(v, list) else v) for key, v in given.items())
 
 
 def layers_per_stage(plan) -> int:
@@ -127,7 +140,9 @@ def torchtitan_values(plan) -> dict[str, Any]:
         "warmup_steps": plan.schedule.warmup_iters, "decay": t.decay,
         "titan_decay_type": decay_type, "titan_decay_ratio": decay_ratio,
         "min_lr_factor": plan.min_lr_ratio if decay_type is not None else None,
-        "compile": s.torchtitan.compile,
+        "compile": s.torchtitan.compile, "tp_comm_overlap": s.parallelism.tp_comm_overlap,
+        # the config function compiles: a run that does not says so (--compile.no_enable)
+        "titan_function_compiles": model.config in table(s.framework).get("compiling", ()),
         "compile_components": "model,loss" if s.torchtitan.compile else None,
         "checkpoint_enable": s.checkpoint.dir is not None,
         "save": s.checkpoint.dir, "save_interval": s.checkpoint.interval if s.checkpoint.dir else None,

@@ -58,6 +58,8 @@ def megatron_values(plan) -> dict[str, Any]:
         "recompute_modules": t.recompute_modules if t.recompute == "selective" else None,
         # Megatron-FSDP (v1) runs with the distributed optimizer (validate_args turns it on)
         "distributed_optimizer": p.distributed_optimizer or p.megatron_fsdp,
+        # the distributed optimizer's instances (HSDP); one: no replicas, nothing to write
+        "dp_replicate": plan.dp_replicate if plan.dp_replicate > 1 else None,
         "megatron_fsdp": p.megatron_fsdp,
         "fsdp_sharding_strategy": FSDP_SHARDING[plan.zero_stage] if p.megatron_fsdp else None,
         "micro_batch_size": plan.micro_batch_size,

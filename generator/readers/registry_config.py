@@ -71,20 +71,22 @@ def _flavor_facts(framework: str, module: str, flavor: str,
 
 def _fp8(framework: str, tree: ast.AST, file: str) -> dict[str, Fact]:
     """precision fp8 and its recipe where the module builds one of the table's FP8 converters
-    (``Float8LinearConverter.Config(recipe_name="rowwise", ...)``)."""
+    (``Float8LinearConverter.Config(recipe_name="rowwise", ...)``, or an MoE flavor's grouped
+    experts' ``Float8GroupedExpertsConverter.Config(...)``)."""
     recipes = table(framework).get("fp8", {})
-    names = {name for name, _ in recipes.values()}
+    names = {entry[kind][0]: (recipe, entry[kind][1]) for recipe, entry in recipes.items()
+             for kind in ("linear", "experts") if kind in entry}
     for node in ast.walk(tree):
         func = node.func if isinstance(node, ast.Call) else None
         if not (isinstance(func, ast.Attribute) and func.attr == "Config" and isinstance(func.value, ast.Name)
                 and func.value.id in names):
             continue
         given = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
-        recipe = next((key for key, (name, default) in recipes.items() if name == func.value.id
-                       and given.get("recipe_name", default) == default), None)
+        recipe, default = names[func.value.id]
+        default = default.get("recipe_name") if isinstance(default, dict) else default
         source = f"{file}:{node.lineno}:{node.col_offset + 1}"
         out = {"precision": Fact("fp8", source)}
-        if recipe is not None:
+        if given.get("recipe_name", default) == default:
             out["fp8_recipe"] = Fact(recipe, source)
         return out
     return {}

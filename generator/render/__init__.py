@@ -26,7 +26,7 @@ from generator.plan.torchtitan import (
     CONFIG_FUNCTION,
     CONFIG_MODULE,
     QUANTIZATION,
-    fp8_converter,
+    fp8_converters,
     registry_dialect,
     registry_model,
     torchtitan_values,
@@ -153,7 +153,7 @@ def render(plan: Plan, target: str) -> str:
                  "dialect": registry_dialect(plan.spec)}
     elif target == "torchtitan_config":
         extra = {"registry": registry_model(plan.spec), "module_name": CONFIG_MODULE,
-                 "function": CONFIG_FUNCTION, "converter": fp8_converter(plan.spec),
+                 "function": CONFIG_FUNCTION, "converters": fp8_converters(plan.spec),
                  "quantization": QUANTIZATION}
     elif target == "trainer":
         values = trainer_values(plan)

@@ -4,7 +4,7 @@ contract."""
 
 from __future__ import annotations
 
-from generator.frameworks import framework_of
+from generator.frameworks import framework_of, frameworks_where
 from generator.rules.registry import rule
 from generator.rules.suggest import divisors, nearest_multiples, or_list, world_alternatives
 
@@ -148,8 +148,10 @@ def data_parallel_factors(world_size: int, dp_shard: int | None = None, dp_repli
     model's state among them (HSDP; plain FSDP and ZeRO: one replica). torchtitan's ParallelDims
     asserts ``dp_replicate * dp_shard * cp * tp * pp == WORLD_SIZE`` and accelerate's
     ParallelismConfig that its product is the number of processes; only FSDP replicates a shard
-    group (torchtitan, accelerate's FSDP2). Fix: give one of dp_shard and dp_replicate (the other is
-    derived), a pair whose product is dp, or framework fsdp or torchtitan for HSDP.
+    group (torchtitan, accelerate's FSDP2), and Megatron-LM its distributed optimizer
+    (--num-distributed-optimizer-instances; see GL240). Fix: give one of dp_shard and dp_replicate
+    (the other is derived), a pair whose product is dp, or framework fsdp, torchtitan or
+    megatron-lm for HSDP.
 
     A model-parallel size a file does not give is 1 (accelerate's parallelism_config has no pp);
     of dp_shard and dp_replicate, one not given is dp / the other.
@@ -162,7 +164,8 @@ def data_parallel_factors(world_size: int, dp_shard: int | None = None, dp_repli
     dp = world_size // model
     if dp_replicate and dp_replicate > 1 and framework is not None and not framework_of(framework).hsdp:
         return (f"framework {framework} does not replicate a sharded group (dp_replicate {dp_replicate}); "
-                "use dp_replicate 1, or framework fsdp or torchtitan (HSDP)", ("dp_replicate", "framework"))
+                f"use dp_replicate 1, or framework {or_list(frameworks_where(hsdp=True))} (HSDP)",
+                ("dp_replicate", "framework"))
     if dp_shard is None and dp_replicate is None:
         return None
     if dp_shard is None:  # the other derived: dp / the given one

@@ -55,6 +55,8 @@ CODES: dict[str, str] = {
     "GL113": "fsdp",
     "GL114": "fsdp",
     "GL117": "fsdp",
+    "GL240": "fsdp",
+    "GL241": "fsdp",
     # generator/rules/launch.py
     "GL004": "launch",
     "GL005": "launch",

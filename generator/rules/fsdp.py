@@ -1,9 +1,12 @@
-"""GL112-GL114, GL117: FSDP2 and Hugging Face accelerate (the data-parallel engines beside DeepSpeed)."""
+"""GL112-GL114, GL117, GL240, GL241: FSDP2 and Hugging Face accelerate (the data-parallel engines
+beside DeepSpeed), Megatron-LM's replicas of its distributed optimizer (HSDP), torchtitan's async
+tensor parallelism."""
 
 from __future__ import annotations
 
 from generator.frameworks import FRAMEWORKS, framework_of
 from generator.rules.registry import rule
+from generator.rules.suggest import divisors
 
 _LAUNCHER_TITLE = {"deepspeed": "DeepSpeed"}
 
@@ -107,3 +110,57 @@ def launcher_framework(launcher: str, framework: str) -> str | None:
     others = " or ".join(other for other in record.launchers if other != "srun")
     launcher = _LAUNCHER_TITLE.get(launcher, launcher)
     return f"the {launcher} launcher does not start {record.title} runs; use {others}"
+
+
+@rule("GL240", "distributed-optimizer-instances",
+      "Megatron-LM replicates a distributed optimizer, over data-parallel groups the replicas divide.")
+def optimizer_instances(dp_replicate: int, framework: str, world_size: int,
+                        distributed_optimizer: bool | None = None, megatron_fsdp: bool | None = None,
+                        tp: int | None = None, pp: int | None = None, ep: int | None = None,
+                        etp: int | None = None) -> str | None:
+    """Megatron-LM's --num-distributed-optimizer-instances N (dp_replicate) shards the distributed
+    optimizer (or Megatron-FSDP's state: its HSDP) over dp × cp / N ranks and keeps N replicas of
+    it: there must be a distributed optimizer to replicate, and megatron-core's parallel_state
+    asserts that N divides the data-parallel size (``Data parallel size should be divisible by
+    partial DistOpt shard factor``, GL026) and, with experts, the expert data-parallel size world
+    / (etp × ep × pp) (``Expert data parallel size should be divisible by partial DistOpt shard
+    factor``) when the process groups are built. Fix: distributed_optimizer: true (or
+    megatron_fsdp: true), and a dp_replicate that divides both.
+
+    Example: dp_replicate 2 without the distributed optimizer; 64 GPUs with ep 32, pp 2 (expert
+    data-parallel 1) and dp_replicate 2."""
+    if dp_replicate <= 1 or framework_of(framework).sharding != "distributed_optimizer":
+        return None
+    if not (distributed_optimizer or megatron_fsdp):
+        return (f"dp_replicate {dp_replicate} (--num-distributed-optimizer-instances) replicates the "
+                "distributed optimizer, and this run has none; set distributed_optimizer: true (or "
+                "megatron_fsdp: true), or dp_replicate 1", ("dp_replicate", "distributed_optimizer"))
+    ep, pp = ep or 1, pp or 1
+    etp = etp or tp or 1
+    grid = etp * ep * pp
+    if ep == 1 or world_size % grid:
+        return None  # GL003's
+    expert_dp = world_size // grid
+    if expert_dp % dp_replicate == 0:
+        return None
+    return (f"dp_replicate {dp_replicate} does not divide the expert data-parallel size {expert_dp} = world "
+            f"{world_size} / (etp {etp} × ep {ep} × pp {pp}); use dp_replicate in {divisors(expert_dp)}, "
+            "or a smaller ep", ("dp_replicate", "ep", "etp", "pp", "world_size"))
+
+
+@rule("GL241", "async-tp-needs-compile", "torchtitan's async tensor parallelism is a pass of torch.compile.")
+def async_tp_compile(tp_comm_overlap: bool, framework: str, compile: bool | None = None) -> str | None:
+    """torchtitan pipelines the tensor-parallel collectives with the matmuls (async TP,
+    parallelism.tp_comm_overlap: --compile.enable_async_tensor_parallel) in Inductor's
+    micro-pipeline pass: its CompileConfig refuses the option without compiling the model
+    (``Async TP requires 'model' in --compile.components and --compile.enable``). A command line
+    without --compile.enable may name a config function that compiles (torchtitan's llama3_405b
+    does): only a run known not to compile is refused. Fix: torchtitan.compile: true, or leave the
+    overlap off.
+
+    Example: tp_comm_overlap: true with torchtitan.compile: false."""
+    if not tp_comm_overlap or not framework_of(framework).config_registry or compile is None or compile:
+        return None
+    return ("tp_comm_overlap is torchtitan's async TP (--compile.enable_async_tensor_parallel), a pass of "
+            "torch.compile, and torchtitan refuses it without --compile.enable; set torchtitan.compile: "
+            "true, or leave the overlap off", ("tp_comm_overlap", "compile"))

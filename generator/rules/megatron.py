@@ -418,13 +418,14 @@ def precision_aware_optimizer(optimizer_states: str, main_grads: str, framework:
       "--tp-comm-overlap needs tp > 1, sequence parallelism and NVIDIA GPUs (Transformer Engine).")
 def tp_comm_overlap_requirements(tp_comm_overlap: bool, tp: int | None = None,
                                  sequence_parallel: bool | None = None,
-                                 gpu_vendor: str | None = None) -> str | None:
+                                 gpu_vendor: str | None = None, framework: str | None = None) -> str | None:
     """parallelism.tp_comm_overlap (--tp-comm-overlap) pipelines the sequence-parallel
     all-gathers and reduce-scatters with the GEMMs through Transformer Engine's userbuffers.
     Megatron-LM's validate_args refuses it without sequence parallelism ("Tensor parallel
     communication/GEMM overlap can happen only when sequence parallelism is enabled"), and it
     turns sequence parallelism off itself when tp is 1, so tp 1 fails too; the userbuffers are
-    CUDA (NVIDIA GPUs only). Fix: tp > 1 with parallelism.sequence_parallel: true, or leave the
+    CUDA (NVIDIA GPUs only). torchtitan's async TP (the same setting there, GL241) does not ask for
+    sequence parallelism. Fix: tp > 1 with parallelism.sequence_parallel: true, or leave the
     overlap off.
 
     Example: --tp-comm-overlap with --tensor-model-parallel-size 8 and no --sequence-parallel."""
@@ -434,7 +435,7 @@ def tp_comm_overlap_requirements(tp_comm_overlap: bool, tp: int | None = None,
         return ("tp_comm_overlap with tp 1: there is no tensor-parallel communication to overlap, and "
                 "Megatron-LM turns sequence parallelism off with tp 1, so validate_args refuses it; "
                 "leave the overlap off or set tp > 1", ("tp_comm_overlap", "tp"))
-    if not sequence_parallel:
+    if not sequence_parallel and (framework is None or framework_of(framework).megatron_core):
         return ("tp_comm_overlap needs sequence parallelism (Megatron-LM: tensor parallel "
                 "communication/GEMM overlap can happen only when sequence parallelism is enabled); "
                 "set parallelism.sequence_parallel: true (--sequence-parallel)",

@@ -50,6 +50,7 @@ def parsed(case: dict) -> dict:
         "pp_layers_per_stage": p.pipeline_parallel_layers_per_stage,
         "activation_checkpoint": type(config.activation_checkpoint).__qualname__,
         "compile": config.compile.enable, "compile_components": list(config.compile.components),
+        "async_tp": config.compile.enable_async_tensor_parallel,
         "checkpoint": {"enable": config.checkpoint.enable, "folder": config.checkpoint.folder,
                        "interval": config.checkpoint.interval},
         "lr": config.optimizer.param_groups[0].optimizer_kwargs["lr"]
