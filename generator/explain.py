@@ -11,8 +11,8 @@ from generator.estimate.params import Shape, count_params
 from generator.estimate.performance import COMPILE_SPEEDUP
 from generator.estimate.plan import UNCALIBRATED, layout_of, shape_of, usable_memory_gib
 from generator.executors import POD_SCRIPT, executor_of
+from generator.plan.launch import launch_summary
 from generator.plan.plan import Plan
-from generator.render.executor_files import launch_summary
 from generator.spec.architecture import architecture_line
 from generator.units import human
 

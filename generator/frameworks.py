@@ -52,7 +52,7 @@ class Framework:
     # outputs of every other linear and of attention, the rest rerun; estimate/memory.py)
     selective_recompute: str = "modules"
     # FSDP reduces the gradients in fp32 (torchtitan's mixed_precision_reduce default), not in the
-    # 16-bit training dtype (estimate/performance.py gradient_bytes)
+    # 16-bit training dtype (estimate/memory.py gradient_bytes)
     reduces_in_fp32: bool = False
     # the model-parallel sizes an FSDP framework has beside its sharding (GL113 refuses the others),
     # and the launcher whose config carries them (None: any it has)

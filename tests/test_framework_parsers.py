@@ -412,14 +412,14 @@ def test_the_fp8_recipes_reach_megatrons_namespace(trees, tmp_path: Path) -> Non
 def test_the_gradient_reduce_dtype_and_param_gather_overlap_are_megatrons(trees, tmp_path: Path) -> None:
     """What the step-time model counts for the data-parallel reduction is what Megatron-LM's own
     validate_args (core_v0.16.1 and main) makes of the generated arguments: gradients reduced in
-    fp32 (4 bytes, estimate.performance.gradient_bytes) exactly where it sets
+    fp32 (4 bytes, estimate.memory.gradient_bytes) exactly where it sets
     accumulate_allreduce_grads_in_fp32 (bf16 and fp8 with fp32 main grads, not fp16 or bf16 main
     grads), the parameter all-gather overlapped with the forward exactly where
     overlap_param_gather is on (the distributed optimizer), and the pipeline sends overlapped
     with the chunks' compute exactly where overlap_p2p_comm stays on (an interleaved schedule)."""
     import yaml
 
-    from generator.estimate.performance import gradient_bytes
+    from generator.estimate.memory import gradient_bytes
     from generator.estimate.plan import layout_of
     from generator.run import resolve_run
 

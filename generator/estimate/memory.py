@@ -393,6 +393,19 @@ def stage_memory(shape: Shape, layout: Layout, capacity_gib: float | None, layer
                   name or ("first" if first else "last"))
 
 
+def gradient_bytes(layout: Layout) -> int:
+    """Bytes per gradient the data-parallel reduction moves. Megatron-LM reduces in fp32 where
+    its main gradients are fp32 and the run is not fp16 (validate_args sets
+    accumulate_allreduce_grads_in_fp32 for bf16, and so for fp8, which trains with --bf16; fp32
+    runs' gradients are fp32), in 16 bits with fp16 or bf16 main gradients; torchtitan in fp32
+    (its mixed_precision_reduce default); DeepSpeed and accelerate's FSDP in the 16-bit training
+    dtype (their default communication dtype)."""
+    record = framework_of(layout.framework)
+    if record.megatron_core and layout.precision != "fp16" and layout.main_grads == "fp32":
+        return 4
+    return 4 if record.reduces_in_fp32 or layout.precision == "fp32" else 2
+
+
 # Fully sharded data parallelism gathers a unit's parameters before it runs: FSDP2 (torchtitan,
 # accelerate) and Megatron-FSDP prefetch the next unit's too, two units unsharded at once;
 # DeepSpeed's ZeRO-3, as its own estimator counts (zero/stage3.py: 4 bytes of the largest layer),
@@ -406,11 +419,9 @@ def unsharded_bytes(layout: Layout, layer_params: float, output_params: float) -
     """(parameters, gradients) bytes that fully sharded data parallelism holds unsharded on a rank
     beyond its shards: the gathered units' parameters in the 16-bit training dtype (4 bytes in
     fp32) and REDUCED_UNITS unit's gradients in the dtype they are reduced in
-    (performance.gradient_bytes: torchtitan's and Megatron's fp32, DeepSpeed's and accelerate's
+    (gradient_bytes: torchtitan's and Megatron's fp32, DeepSpeed's and accelerate's
     16 bits), a unit the largest the model wraps — a transformer layer (its tp and ep share) or
     the output layer."""
-    from generator.estimate.performance import gradient_bytes  # (performance imports this module)
-
     unit = maximum(layer_params, output_params)
     param_bytes = 4 if layout.precision == "fp32" else 2
     units = ZERO3_GATHERED_UNITS if framework_of(layout.framework).deepspeed_engine else FSDP_GATHERED_UNITS

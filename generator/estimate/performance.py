@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from generator.estimate.attention import IN_TRAINING, core_seconds, forward_passes, kernel_for
-from generator.estimate.memory import Layout, fp8_params, rank_params, state_bytes_per_param
+from generator.estimate.memory import Layout, fp8_params, gradient_bytes, rank_params, state_bytes_per_param
 from generator.estimate.params import Shape
 from generator.frameworks import framework_of
 from generator.values import value
@@ -525,19 +525,6 @@ def partitions_gradients_each_micro_batch(layout: Layout) -> bool:
     """Whether the run reduces its gradients after every micro-batch, not once a step: DeepSpeed's
     ZeRO-2 and ZeRO-3."""
     return runs_deepspeed(layout) and layout.sharding in ("zero2", "zero3")
-
-
-def gradient_bytes(layout: Layout) -> int:
-    """Bytes per gradient the data-parallel reduction moves. Megatron-LM reduces in fp32 where
-    its main gradients are fp32 and the run is not fp16 (validate_args sets
-    accumulate_allreduce_grads_in_fp32 for bf16, and so for fp8, which trains with --bf16; fp32
-    runs' gradients are fp32), in 16 bits with fp16 or bf16 main gradients; torchtitan in fp32
-    (its mixed_precision_reduce default); DeepSpeed and accelerate's FSDP in the 16-bit training
-    dtype (their default communication dtype)."""
-    record = framework_of(layout.framework)
-    if record.megatron_core and layout.precision != "fp16" and layout.main_grads == "fp32":
-        return 4
-    return 4 if record.reduces_in_fp32 or layout.precision == "fp32" else 2
 
 
 def moe_dispatch_seconds(shape: Shape, layout: Layout, hw: Hardware) -> float:

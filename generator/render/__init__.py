@@ -21,6 +21,7 @@ from generator.dialects.launchers import launcher, launchers
 from generator.dialects.slurm import sbatch_lines, srun_options
 from generator.executors import executor_of, executors
 from generator.frameworks import framework_of
+from generator.plan.launch import launch_summary
 from generator.plan.plan import Plan
 from generator.plan.torchtitan import (
     CONFIG_FUNCTION,
@@ -38,7 +39,7 @@ from generator.plan.values import (
     megatron_values,
     trainer_values,
 )
-from generator.render.executor_files import SCRIPT, kubernetes_objects, launch_summary, sky_task, to_yaml
+from generator.render.executor_files import SCRIPT, kubernetes_objects, sky_task, to_yaml
 from generator.resources import cache_dir, data_dir, private_dir
 from generator.shell import shq
 
