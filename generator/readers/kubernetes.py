@@ -110,12 +110,17 @@ def _texts(node: yaml.Node | None) -> list[tuple[str, str, yaml.Node]]:
     pairs = node.value if isinstance(node, yaml.MappingNode) else \
         [(yaml.ScalarNode("tag:yaml.org,2002:str", str(i)), v) for i, v in enumerate(node.value)] \
         if isinstance(node, yaml.SequenceNode) else []
-    out = []
-    for key, scalar in pairs:
-        if isinstance(scalar, yaml.ScalarNode) and scalar.tag.endswith(":str"):
-            block = 1 if scalar.style in ("|", ">") else 0
-            out.append((key.value, "\n" * (scalar.start_mark.line + block) + scalar.value, scalar))
-    return out
+    return [(key.value, _in_place(scalar), scalar) for key, scalar in pairs if _is_text(scalar)]
+
+
+def _is_text(node: yaml.Node | None) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag.endswith(":str")
+
+
+def _in_place(scalar: yaml.ScalarNode) -> str:
+    """A string scalar's text preceded by blank lines, so that its line numbers are the file's (a
+    block scalar's text starts on the line after its indicator)."""
+    return "\n" * (scalar.start_mark.line + (1 if scalar.style in ("|", ">") else 0)) + scalar.value
 
 
 def _columns(node: yaml.ScalarNode, source: str) -> tuple[tuple[int, int], ...]:
@@ -262,8 +267,7 @@ def _skypilot(file: str, source: str, node: yaml.Node, task: dict) -> ExecutorFi
             script = posixpath.normpath(posixpath.join(posixpath.dirname(file), mounts[folder], key))
             return ExecutorFile(file, "SkyPilot task", task, {}, script, facts)
     scalar = _child(node, "run")
-    if isinstance(scalar, yaml.ScalarNode) and scalar.tag.endswith(":str"):  # lines and columns the file's
-        run = "\n" * (scalar.start_mark.line + (1 if scalar.style in ("|", ">") else 0)) + scalar.value
-        return ExecutorFile(file, "SkyPilot task", task, {script: run}, script, facts,
+    if _is_text(scalar):  # its lines and columns the file's
+        return ExecutorFile(file, "SkyPilot task", task, {script: _in_place(scalar)}, script, facts,
                             {script: Embedded(file, "the task's run", _columns(scalar, source))})
     return ExecutorFile(file, "SkyPilot task", task, {script: run}, script, facts)
