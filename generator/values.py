@@ -8,7 +8,8 @@ before) and give the class one shared implementation of each method, with the sa
 keyword or positional arguments in field order, defaults and default factories, defaults of
 fields outside __init__, equality over the compared fields (same class only), the dataclass
 repr. ``@value`` is ``@dataclass(frozen=True)`` (hashed over the compared fields, no assignment
-after __init__); ``@record`` is ``@dataclass`` (mutable, unhashable).
+after __init__; the hash is computed once and kept, neither pickled nor copied); ``@record`` is
+``@dataclass`` (mutable, unhashable).
 
 The shared __init__ fills the instance's __dict__ in one update: ~0.7 µs slower per instance
 than a generated one, so a class created fewer than a few hundred times a run (~0.2-0.4 ms saved
@@ -26,6 +27,7 @@ def value(cls: type) -> type:
     """``@dataclass(frozen=True)`` with shared methods."""
     cls = _shared(cls)
     cls.__hash__ = _hash
+    cls.__getstate__ = _state
     cls.__setattr__ = _frozen
     cls.__delattr__ = _frozen
     return cls
@@ -92,7 +94,16 @@ def _eq(self, other) -> bool:
 
 
 def _hash(self) -> int:
-    return hash(_compared(self))
+    # computed once: a frozen value's fields do not change (lru_cache keys hash a Shape per call)
+    found = self.__dict__.get("_value_hash")
+    if found is None:
+        found = self.__dict__["_value_hash"] = hash(_compared(self))
+    return found
+
+
+def _state(self) -> dict:
+    # pickled and copied without the hash: a string's hash differs from process to process
+    return {k: v for k, v in self.__dict__.items() if k != "_value_hash"}
 
 
 def _repr(self) -> str:

@@ -399,14 +399,9 @@ AUTO_CASES = {  # sample -> the fields opened to the search
 }
 
 
-@pytest.mark.parametrize("sample", sorted(AUTO_CASES))
-def test_the_search_estimates_every_candidate_as_the_plan_does(sample: str, tmp_path: Path) -> None:
-    """The search estimates its candidates as arrays through the plan's own formulas: every
-    candidate's memory and step time are exactly (bit for bit) what the one-layout estimate
-    gives, so the ranking is the plan's."""
-    from generator.autoplan import search as s
+def auto_case(sample: str, tmp_path: Path):
+    """(template spec, the search's choices) of a sample with AUTO_CASES' fields opened."""
     from generator.autoplan.space import domains, placeholders, searched
-    from generator.estimate.plan import hardware_of, usable_memory_gib
     from generator.run import build_spec
     from generator.spec.load import Document
 
@@ -418,8 +413,42 @@ def test_the_search_estimates_every_candidate_as_the_plan_does(sample: str, tmp_
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     doc = load_document(path)
     spec = build_spec(Document(doc.file, placeholders(doc.data), doc.root, doc.digest))
-    choices = domains(searched(doc.data), spec)
-    rows = list(s._layouts(spec, choices, s._Rules(s.spec_facts(spec)), s.Search()))
+    return spec, domains(searched(doc.data), spec)
+
+
+@pytest.mark.parametrize("sample", sorted(AUTO_CASES))
+def test_rules_that_cannot_fire_are_left_out_without_changing_the_search(sample: str, tmp_path: Path) -> None:
+    """The search leaves out the rules a fact the spec leaves unset keeps silent (a Megatron
+    run's ZeRO stage, a dp the spec does not give): the layouts it keeps and the rejections it
+    counts, rule by rule, are those of every rule run."""
+    from generator.autoplan import search as s
+
+    class EveryRule(s._Rules):
+        def _can_fire(self, rule) -> bool:
+            return True
+
+    spec, choices = auto_case(sample, tmp_path)
+    facts = s.spec_facts(spec)
+    pruned, every = s._Rules(facts, choices), EveryRule(facts, choices)
+    kept = sum(len(level) for level in pruned.by_level)
+    assert kept < sum(len(level) for level in every.by_level)  # some are left out
+    searches = s.Search(), s.Search()
+    rows = [list(s._layouts(spec, choices, rules, out))
+            for rules, out in zip((pruned, every), searches, strict=True)]
+    assert rows[0] == rows[1]
+    assert searches[0].rejected == searches[1].rejected
+
+
+@pytest.mark.parametrize("sample", sorted(AUTO_CASES))
+def test_the_search_estimates_every_candidate_as_the_plan_does(sample: str, tmp_path: Path) -> None:
+    """The search estimates its candidates as arrays through the plan's own formulas: every
+    candidate's memory and step time are exactly (bit for bit) what the one-layout estimate
+    gives, so the ranking is the plan's."""
+    from generator.autoplan import search as s
+    from generator.estimate.plan import hardware_of, usable_memory_gib
+
+    spec, choices = auto_case(sample, tmp_path)
+    rows = list(s._layouts(spec, choices, s._Rules(s.spec_facts(spec), choices), s.Search()))
     gpu = s._gpu(spec.cluster.gpu)
     capacity = usable_memory_gib(spec, gpu)
     hardware = hardware_of(gpu, spec.training.precision, spec.cluster.gpus_per_node)

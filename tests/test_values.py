@@ -63,6 +63,10 @@ def test_built_compared_hashed_and_shown_alike(args, kwargs) -> None:
     assert dataclasses.asdict(s) == dataclasses.asdict(g)
     assert _state(dataclasses.replace(s, b="q")) == _state(dataclasses.replace(g, b="q"))
     assert _state(copy.deepcopy(s)) == _state(s) and pickle.loads(pickle.dumps(s)) == s
+    # the hash, computed once and kept, is neither pickled nor copied (a string's hash differs
+    # from process to process)
+    assert "_value_hash" in vars(s) and "_value_hash" not in vars(pickle.loads(pickle.dumps(s)))
+    assert "_value_hash" not in vars(copy.deepcopy(s)) and "_value_hash" not in vars(copy.copy(s))
 
 
 @pytest.mark.parametrize("pair", ["frozen", "mutable"])

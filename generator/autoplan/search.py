@@ -24,7 +24,7 @@ import numpy
 
 from generator import presets
 from generator.autoplan.space import expressible, virtual_stages
-from generator.calculator.resolve import PlanError, batch_facts, resolve, spec_facts
+from generator.calculator.resolve import PlanError, batch_facts, checked_plan, spec_facts
 from generator.dialects import dialect_of
 from generator.estimate.memory import GIB, Memory, estimate_memory
 from generator.estimate.params import Shape
@@ -136,14 +136,16 @@ class Search:
 class _Rules:
     """The calculator's structural rules, each memoized on the varying values it reads."""
 
-    def __init__(self, static: dict[str, Fact]) -> None:
+    def __init__(self, static: dict[str, Fact], choices: dict[str, list] | None = None) -> None:
         self.static = {k: v for k, v in static.items() if k not in VARYING}
+        # searched values the search only tries unset (a Megatron run's zero_stage)
+        self.unset = {k for k, values in (choices or {}).items() if all(x is None for x in values)}
         self.cache: dict[tuple, Finding | None] = {}
         # per level: (rule, the varying values it reads, a getter of them from the level's values)
         self.by_level: list[list[tuple[Any, tuple[str, ...], Any]]] = [[] for _ in range(5)]
         self.fixed: list[Finding] = []  # errors of the fixed values alone: no layout helps
         for rule in RULES.values():
-            if rule.severity != "error":
+            if rule.severity != "error" or not self._can_fire(rule):
                 continue
             names = tuple(n for n in (*rule.needs, *rule.optional) if n in _LEVEL)
             if names:
@@ -154,6 +156,12 @@ class _Rules:
         self.level_reads = [itemgetter(*{n for _, names, _ in rules for n in names}) if rules else None
                             for rules in self.by_level]
         self.level_cache: dict[tuple, Finding | None] = {}
+
+    def _can_fire(self, rule) -> bool:
+        """Whether the rule may fire at all: a fact it needs that the search does not vary and the
+        spec leaves unset keeps it silent for every layout (Rule.run)."""
+        return all((n in _LEVEL and n not in self.unset) or
+                   (n in self.static and self.static[n].value is not None) for n in rule.needs)
 
     def first_error(self, level: int, varying: dict[str, Any]) -> Finding | None:
         """The first rule of ``level`` that rejects ``varying`` (which sets every name of the
@@ -210,7 +218,7 @@ def search(spec, choices: dict[str, list], keep: int = 10, progress=_terminal_pr
         out.margin_gib = margin * gpu["memory_gib"]
         out.limit_gib = capacity - out.margin_gib
     hardware = hardware_of(gpu, spec.training.precision, spec.cluster.gpus_per_node)
-    rules = _Rules(spec_facts(spec))
+    rules = _Rules(spec_facts(spec), choices)
     if rules.fixed:
         raise PlanError(rules.fixed)
     recomputes = choices["recompute"]
@@ -270,22 +278,25 @@ def _ranking(fitting: numpy.ndarray, totals: numpy.ndarray, steps: numpy.ndarray
 
 # what differs between the candidates estimated together as arrays: the numbers (each a column)
 _COLUMNS = {"pp": int, "cp": int, "ep": int, "vpp": int, "dp": int, "micro_batch_size": int,
-            "gradient_accumulation_steps": int, "global_batch_size": float, "first_stage_layers": int,
-            "last_stage_layers": int}
+            "gradient_accumulation_steps": int, "global_batch_size": float}
 
 
 def _estimate_all(spec, rows: list[dict[str, Any]], recomputes: list[str], capacity: float | None,
                   hardware) -> tuple[numpy.ndarray, numpy.ndarray]:
     """(memory total, step time) of every candidate, by the plan's own formulas over arrays:
-    the candidates that share tp (the model's padded vocabulary), sharding and which pipeline
-    stage counts are given are one Layout whose sizes and recompute are arrays."""
+    the candidates that share tp (the model's padded vocabulary) and sharding are one Layout
+    whose sizes, pipeline stages and recompute are arrays."""
     n = len(recomputes)
     totals, steps = numpy.zeros(len(rows) * n), numpy.zeros(len(rows) * n)
     groups: dict[tuple, list[int]] = {}
     for i, v in enumerate(rows):
-        key = (v["tp"], v["etp"], v["sequence_parallel"], v["zero_stage"], v["distributed_optimizer"],
-               v["first_stage_layers"] is None, v["last_stage_layers"] is None)
+        key = (v["tp"], v["etp"], v["sequence_parallel"], v["zero_stage"], v["distributed_optimizer"])
         groups.setdefault(key, []).append(i)
+    # an even pipeline's stages as numbers (L/p each, what Layout.stage_layers gives for None),
+    # so that even and uneven pipelines are one group
+    layers = spec.model.num_layers
+    stages = {name: [layers / v["pp"] if v[name] is None else v[name] for v in rows]
+              for name in ("first_stage_layers", "last_stage_layers")}
     shapes: dict[int, Shape] = {}
     for members in groups.values():
         # candidate i is layout i // n with recompute i % n
@@ -295,7 +306,9 @@ def _estimate_all(spec, rows: list[dict[str, Any]], recomputes: list[str], capac
         values = {**rows[members[0]], **{
             name: None if rows[members[0]][name] is None else
             numpy.repeat(numpy.array([rows[i][name] for i in members], dtype=dtype), n)
-            for name, dtype in _COLUMNS.items()}}
+            for name, dtype in _COLUMNS.items()}, **{
+            name: numpy.repeat(numpy.array([column[i] for i in members], dtype=float), n)
+            for name, column in stages.items()}}
         layout = _layout(spec, values, numpy.tile(numpy.array(recomputes), len(members)))
         shape = _shape(spec, values["tp"], shapes)
         totals[index] = estimate_memory(shape, layout, capacity).total
@@ -468,9 +481,10 @@ def concrete(spec, candidate: Candidate):
 
 
 def _refusal(spec, candidate: Candidate) -> str | None:
-    """None when the calculator resolves the candidate, else the code of its first error."""
+    """None when the calculator resolves the candidate, else the code of its first error (the
+    rules and the dialect's checks: the search has estimated it, and it fits)."""
     try:
-        resolve(concrete(spec, candidate))
+        checked_plan(concrete(spec, candidate))
     except PlanError as exc:
         return exc.findings[0].code
     return None

@@ -136,6 +136,24 @@ def _layout_vpp(p) -> int | None:
 
 def resolve(spec: Spec) -> Plan:
     """The one consistent plan for ``spec``; PlanError lists every rule it breaks."""
+    plan, facts = checked_plan(spec)
+    estimate = estimate_plan(plan)
+    exit_minutes, timed = _time_limit(plan, estimate)
+    allocations = None
+    if exit_minutes is not None:
+        allocations = chained_jobs(estimate.train_seconds, exit_minutes, estimate.uncertainty)
+    elif _resumes_at_the_limit(plan, estimate):  # no exit of its own: each job ends at the limit
+        allocations = chained_jobs(estimate.train_seconds, plan.spec.time_limit()[0],
+                                   estimate.uncertainty)
+    # the added warnings, the exit and the chain do not change the estimate
+    return replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts) + timed,
+                   exit_duration_minutes=exit_minutes, allocations=allocations, _estimate=estimate)
+
+
+def checked_plan(spec: Spec) -> tuple[Plan, dict[str, Fact]]:
+    """(the plan for ``spec`` before its estimate, the facts its rules read): every rule and the
+    dialect's checks run; PlanError lists what it breaks. What the estimate adds (the memory
+    against the GPU's, the time limit) only ``resolve`` checks."""
     c, p, m = spec.cluster, spec.parallelism, spec.model
     if framework_of(spec.framework).config_registry:
         registry_model(spec)  # a model it has no flavor for: refused where the spec names it
@@ -208,18 +226,7 @@ def resolve(spec: Spec) -> Plan:
     refused = [f for f in checked_dialect if f.severity == "error"]
     if refused:
         raise PlanError(refused)
-    plan = replace(plan, warnings=plan.warnings + tuple(checked_dialect))
-    estimate = estimate_plan(plan)
-    exit_minutes, timed = _time_limit(plan, estimate)
-    allocations = None
-    if exit_minutes is not None:
-        allocations = chained_jobs(estimate.train_seconds, exit_minutes, estimate.uncertainty)
-    elif _resumes_at_the_limit(plan, estimate):  # no exit of its own: each job ends at the limit
-        allocations = chained_jobs(estimate.train_seconds, plan.spec.time_limit()[0],
-                                   estimate.uncertainty)
-    # the added warnings, the exit and the chain do not change the estimate
-    return replace(plan, warnings=plan.warnings + _memory_warnings(plan, estimate, facts) + timed,
-                   exit_duration_minutes=exit_minutes, allocations=allocations, _estimate=estimate)
+    return replace(plan, warnings=plan.warnings + tuple(checked_dialect)), facts
 
 
 MAX_CHAINED_JOBS = 500  # below the usual MaxSubmitJobs; a longer run needs a longer time limit
